@@ -1,0 +1,203 @@
+#include "backend/cache/cache.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace tilefuse::cache {
+
+namespace {
+
+// Bump when the entry layout or anything else that changes CUBINs without changing the key changes.
+constexpr std::uint32_t kFormatVersion = 1;
+constexpr char kMagic[8] = {'T', 'F', 'K', 'C', 'A', 'C', 'H', 'E'};
+
+// FNV-1a over the bytes, from a given basis: two bases give two independent-enough 64-bit halves.
+std::uint64_t fnv1a(const void* data, std::size_t n, std::uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+struct Hasher {
+  std::uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  void add(const std::string& s) {
+    const std::uint64_t n = s.size();  // length prefix: "ab","c" and "a","bc" must differ
+    a = fnv1a(&n, sizeof n, a);
+    b = fnv1a(&n, sizeof n, b);
+    a = fnv1a(s.data(), s.size(), a);
+    b = fnv1a(s.data(), s.size(), b);
+  }
+  std::string hex() const {
+    char buf[33];
+    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+    return buf;
+  }
+};
+
+std::uint64_t checksum(const std::string& bytes) { return fnv1a(bytes.data(), bytes.size(), 0xcbf29ce484222325ull); }
+
+template <class T> void put(std::string& out, T v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+void put_bytes(std::string& out, const std::string& s) {
+  put<std::uint64_t>(out, s.size());
+  out += s;
+}
+
+// Reads fields from an entry; any shortfall marks it bad instead of reading past the end.
+struct Reader {
+  const std::string& data;
+  std::size_t pos = 0;
+  bool ok = true;
+  template <class T> T get() {
+    T v{};
+    if (pos + sizeof v > data.size()) { ok = false; return v; }
+    std::memcpy(&v, data.data() + pos, sizeof v);
+    pos += sizeof v;
+    return v;
+  }
+  std::string get_bytes() {
+    const auto n = get<std::uint64_t>();
+    if (!ok || n > data.size() - pos) { ok = false; return {}; }
+    std::string s = data.substr(pos, n);
+    pos += n;
+    return s;
+  }
+};
+
+std::optional<std::filesystem::path> default_dir() {
+  if (const char* off = std::getenv("TILEFUSE_DISABLE_DISK_CACHE"); off && std::strcmp(off, "0") != 0 && *off)
+    return std::nullopt;
+  if (const char* d = std::getenv("TILEFUSE_CACHE_DIR"); d && *d) return std::filesystem::path(d);
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "tilefuse";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "tilefuse";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string make_key(const std::string& source, const std::vector<std::string>& options, const std::string& nvrtc_version) {
+  Hasher h;
+  h.add("tilefuse-cache-format-" + std::to_string(kFormatVersion));
+  h.add(nvrtc_version);  // a new NVRTC may emit different code for the same source
+  for (const auto& o : options) h.add(o);  // options carry the architecture
+  h.add(source);
+  return h.hex();
+}
+
+KernelCache::KernelCache(std::optional<std::filesystem::path> dir) : dir_(std::move(dir)) {}
+
+KernelCache& KernelCache::global() {
+  static KernelCache cache(default_dir());
+  return cache;
+}
+
+std::filesystem::path KernelCache::entry_path(const std::string& key) const {
+  return dir_ ? *dir_ / (key + ".tfk") : std::filesystem::path();
+}
+
+std::shared_ptr<const nvrtc::Compiled> KernelCache::get(const std::string& source, const std::string& kernel,
+                                                         const std::vector<std::string>& options) {
+  const std::string key = make_key(source, options, nvrtc::version());
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = memory_.find(key); it != memory_.end()) {
+      ++memory_hits_;
+      return it->second;
+    }
+  }
+  std::shared_ptr<const nvrtc::Compiled> found = read_disk(key, options);
+  if (found) {
+    ++disk_hits_;
+  } else {
+    found = std::make_shared<const nvrtc::Compiled>(nvrtc::compile(source, kernel, options));
+    ++compiles_;
+    write_disk(key, *found);
+  }
+  std::lock_guard lock(mutex_);
+  return memory_.emplace(key, found).first->second;  // a racing thread's entry wins; both are equal
+}
+
+Counters KernelCache::counters() const {
+  return Counters{memory_hits_.load(), disk_hits_.load(), compiles_.load(), corrupt_.load(), disk_writes_.load()};
+}
+
+void KernelCache::clear_memory() {
+  std::lock_guard lock(mutex_);
+  memory_.clear();
+}
+
+std::shared_ptr<const nvrtc::Compiled> KernelCache::read_disk(const std::string& key,
+                                                               const std::vector<std::string>& options) {
+  if (!dir_) return nullptr;
+  std::ifstream in(entry_path(key), std::ios::binary);
+  if (!in) return nullptr;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string data = ss.str();
+  // Layout: magic, version, key, payload (registers, spills, stack, log, cubin), checksum of all before it.
+  auto reject = [&] {
+    ++corrupt_;
+    return nullptr;
+  };
+  if (data.size() < sizeof kMagic + sizeof(std::uint64_t) || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
+    return reject();
+  const std::string body = data.substr(0, data.size() - sizeof(std::uint64_t));
+  std::uint64_t stored = 0;
+  std::memcpy(&stored, data.data() + body.size(), sizeof stored);
+  if (stored != checksum(body)) return reject();
+  Reader r{body, sizeof kMagic};
+  auto out = std::make_shared<nvrtc::Compiled>();
+  const auto version = r.get<std::uint32_t>();
+  const std::string stored_key = r.get_bytes();
+  out->registers = r.get<std::int32_t>();
+  out->spill_stores = r.get<std::int32_t>();
+  out->spill_loads = r.get<std::int32_t>();
+  out->stack_bytes = r.get<std::int32_t>();
+  out->log = r.get_bytes();
+  const std::string cubin = r.get_bytes();
+  if (!r.ok || r.pos != body.size() || version != kFormatVersion || stored_key != key || cubin.empty()) return reject();
+  out->cubin.assign(cubin.begin(), cubin.end());
+  out->options = options;
+  return out;
+}
+
+void KernelCache::write_disk(const std::string& key, const nvrtc::Compiled& c) {
+  if (!dir_) return;
+  std::error_code ec;
+  std::filesystem::create_directories(*dir_, ec);
+  std::string data(kMagic, sizeof kMagic);
+  put<std::uint32_t>(data, kFormatVersion);
+  put_bytes(data, key);
+  put<std::int32_t>(data, c.registers);
+  put<std::int32_t>(data, c.spill_stores);
+  put<std::int32_t>(data, c.spill_loads);
+  put<std::int32_t>(data, c.stack_bytes);
+  put_bytes(data, c.log);
+  put_bytes(data, std::string(c.cubin.begin(), c.cubin.end()));
+  put<std::uint64_t>(data, checksum(data));
+  // A unique temporary name per writer, then an atomic rename: readers see a whole entry or none.
+  std::random_device rd;
+  const auto tmp = *dir_ / (key + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return;  // an unwritable cache directory costs compile time, never correctness
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, entry_path(key), ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+  else ++disk_writes_;
+}
+
+}  // namespace tilefuse::cache

@@ -1,0 +1,62 @@
+// Compiled-kernel cache: in memory (thread-safe) and on disk, keyed by a hash of everything that decides
+// the CUBIN. Disk entries are written to a temporary file and renamed; a damaged entry is recompiled.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/nvrtc/nvrtc.hpp"
+
+namespace tilefuse::cache {
+
+/// 128-bit key as 32 hex digits.
+std::string make_key(const std::string& source, const std::vector<std::string>& options, const std::string& nvrtc_version);
+
+/// Hit and miss counters, for tests and the bench.
+struct Counters {
+  std::uint64_t memory_hits = 0;  ///< served from memory
+  std::uint64_t disk_hits = 0;    ///< loaded from a valid disk entry
+  std::uint64_t compiles = 0;     ///< compiled by NVRTC (memory and disk missed)
+  std::uint64_t corrupt = 0;      ///< disk entries rejected as truncated or damaged
+  std::uint64_t disk_writes = 0;  ///< entries written to disk
+};
+
+/// The cache. One process-wide instance serves all kernels; tests make their own.
+class KernelCache {
+ public:
+  /// A cache writing under `dir` (no disk cache when empty).
+  explicit KernelCache(std::optional<std::filesystem::path> dir);
+  /// The process-wide cache: TILEFUSE_CACHE_DIR, else $XDG_CACHE_HOME/tilefuse, else ~/.cache/tilefuse;
+  /// TILEFUSE_DISABLE_DISK_CACHE=1 keeps it in memory only.
+  static KernelCache& global();
+
+  /// The compiled kernel for (source, kernel, options), from memory, disk or NVRTC, in that order.
+  std::shared_ptr<const nvrtc::Compiled> get(const std::string& source, const std::string& kernel,
+                                             const std::vector<std::string>& options);
+  /// Current counters.
+  Counters counters() const;
+  /// Drops the in-memory entries (disk entries stay), so the next get() reads the disk.
+  void clear_memory();
+  /// The disk directory, if any.
+  const std::optional<std::filesystem::path>& directory() const { return dir_; }
+  /// Path of the disk entry for `key`.
+  std::filesystem::path entry_path(const std::string& key) const;
+
+ private:
+  std::shared_ptr<const nvrtc::Compiled> read_disk(const std::string& key, const std::vector<std::string>& options);
+  void write_disk(const std::string& key, const nvrtc::Compiled& compiled);
+
+  std::optional<std::filesystem::path> dir_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const nvrtc::Compiled>> memory_;
+  std::atomic<std::uint64_t> memory_hits_{0}, disk_hits_{0}, compiles_{0}, corrupt_{0}, disk_writes_{0};
+};
+
+}  // namespace tilefuse::cache

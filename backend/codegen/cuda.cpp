@@ -1,0 +1,487 @@
+#include "backend/codegen/cuda.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "backend/ir/float16.hpp"
+#include "backend/passes/passes.hpp"
+
+namespace tilefuse::codegen {
+
+namespace {
+
+using ir::DType;
+using ir::Op;
+
+// Helpers every generated kernel starts with. f16/bf16 live in registers as float and round after
+// each op; conversions use PTX cvt so no CUDA headers are needed (NVRTC then compiles with no includes).
+constexpr const char* kPrelude = R"(// ---- tilefuse device helpers ----
+typedef unsigned short tf_u16;
+__device__ __forceinline__ float tf_f16_to_f32(tf_u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ tf_u16 tf_f32_to_f16(float f) { tf_u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float tf_bf16_to_f32(tf_u16 h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ tf_u16 tf_f32_to_bf16(float f) { tf_u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float tf_round_f16(float f) { return tf_f16_to_f32(tf_f32_to_f16(f)); }
+__device__ __forceinline__ float tf_round_bf16(float f) { return tf_bf16_to_f32(tf_f32_to_bf16(f)); }
+__device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
+__device__ __forceinline__ long long tf_f2ll(float f) { return __float2ll_rz(f); }
+// W elements of S moved as one access of W * sizeof(S) bytes (16 bytes: one 128-bit transaction).
+template <int Bytes> struct tf_word;
+template <> struct tf_word<2> { typedef unsigned short type; };
+template <> struct tf_word<4> { typedef unsigned int type; };
+template <> struct tf_word<8> { typedef unsigned long long type; };
+template <class S, int W> union tf_pack {
+  struct alignas(sizeof(S) * W) Raw { typename tf_word<(sizeof(S) * W > 8 ? 8 : sizeof(S) * W)>::type w[(sizeof(S) * W + 7) / 8]; } raw;
+  S s[W];
+};
+template <class S, int W> __device__ __forceinline__ void tf_load_vec(const S* p, S (&out)[W]) {
+  tf_pack<S, W> pk;
+  pk.raw = *reinterpret_cast<const typename tf_pack<S, W>::Raw*>(p);
+#pragma unroll
+  for (int k = 0; k < W; ++k) out[k] = pk.s[k];
+}
+template <class S, int W> __device__ __forceinline__ void tf_store_vec(S* p, const S (&in)[W]) {
+  tf_pack<S, W> pk;
+#pragma unroll
+  for (int k = 0; k < W; ++k) pk.s[k] = in[k];
+  *reinterpret_cast<typename tf_pack<S, W>::Raw*>(p) = pk.raw;
+}
+// ---- end of helpers ----
+)";
+
+// Register type of a value's elements.
+std::string reg_type(const ir::ValueType& t) {
+  if (t.pointer) {
+    switch (t.dtype) {
+      case DType::f32: return "float*";
+      case DType::f16:
+      case DType::bf16: return "tf_u16*";
+      case DType::i32: return "int*";
+      case DType::i64: return "long long*";
+      case DType::i1: return "bool*";
+    }
+  }
+  switch (t.dtype) {
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return "float";
+    case DType::i32: return "int";
+    case DType::i64: return "long long";
+    case DType::i1: return "bool";
+  }
+  return "?";
+}
+
+// Memory (storage) type of one element.
+std::string storage_type(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f16:
+    case DType::bf16: return "tf_u16";
+    case DType::i32: return "int";
+    case DType::i64: return "long long";
+    case DType::i1: return "bool";
+  }
+  return "?";
+}
+
+// Storage -> register conversion expression.
+std::string from_storage(DType t, const std::string& x) {
+  if (t == DType::f16) return "tf_f16_to_f32(" + x + ")";
+  if (t == DType::bf16) return "tf_bf16_to_f32(" + x + ")";
+  return x;
+}
+
+// Register -> storage conversion expression.
+std::string to_storage(DType t, const std::string& x) {
+  if (t == DType::f16) return "tf_f32_to_f16(" + x + ")";
+  if (t == DType::bf16) return "tf_f32_to_bf16(" + x + ")";
+  return x;
+}
+
+// A float computed in f32 rounded to the value's dtype.
+std::string rounded(DType t, const std::string& x) {
+  if (t == DType::f16) return "tf_round_f16(" + x + ")";
+  if (t == DType::bf16) return "tf_round_bf16(" + x + ")";
+  return x;
+}
+
+std::string float_literal(double v) {
+  if (std::isnan(v)) return "__int_as_float(0x7fffffff)";
+  if (std::isinf(v)) return v < 0 ? "__int_as_float(0xff800000)" : "__int_as_float(0x7f800000)";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(static_cast<float>(v)));
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+std::string literal(DType t, double v) {
+  switch (t) {
+    case DType::f32: return float_literal(v);
+    case DType::f16: return float_literal(round_to_half(static_cast<float>(v)));
+    case DType::bf16: return float_literal(round_to_bf16(static_cast<float>(v)));
+    case DType::i32: return std::to_string(static_cast<std::int32_t>(static_cast<std::int64_t>(v)));
+    case DType::i64: return std::to_string(static_cast<std::int64_t>(v)) + "ll";
+    case DType::i1: return v != 0 ? "true" : "false";
+  }
+  return "?";
+}
+
+std::string identifier(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "k_" + out;
+  return out;
+}
+
+class Emitter {
+ public:
+  Emitter(const ir::Function& fn, const Options& opt)
+      : fn_(fn), opt_(opt), threads_(32 * opt.num_warps),
+        layouts_(passes::choose_layouts(fn, threads_)),
+        axis_(passes::analyze_axis_info(fn, opt.divisibility)) {}
+
+  std::string run() {
+    check();
+    find_pointer_roots();
+    os_ << "// tilefuse kernel '" << fn_.name << "': " << opt_.num_warps << " warps (" << threads_
+        << " threads) per program, one program per thread block.\n";
+    for (const auto& [n, l] : layouts_)
+      os_ << "// layout of " << n << "-element tiles: " << l.per_thread << " per thread in runs of " << l.vector
+          << (l.n < threads_ ? " (threads past the tile hold none)" : "") << "\n";
+    os_ << kPrelude << "\n";
+    signature();
+    os_ << "  const int tid = threadIdx.x;\n";
+    if (uses_reduction()) os_ << "  const int lane = tid & 31;\n  const int warp = tid >> 5;\n";
+    for (const auto& [n, l] : layouts_)
+      if (l.n < threads_) os_ << "  const bool live" << n << " = tid < " << n << ";\n";
+    for (const ir::Instr& in : fn_.body) instr(in);
+    os_ << "}\n";
+    return os_.str();
+  }
+
+ private:
+  void check() const {
+    if (opt_.num_warps < 1 || opt_.num_warps > 32 || (opt_.num_warps & (opt_.num_warps - 1)))
+      throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': num_warps must be a power of two "
+                                  "from 1 to 32, got " + std::to_string(opt_.num_warps));
+    for (const auto& t : fn_.values)
+      if (t.rank > 1)
+        throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': 2D tiles are not supported yet");
+  }
+
+  bool uses_reduction() const {
+    for (const auto& in : fn_.body)
+      if (ir::is_reduction(in.op)) return true;
+    return false;
+  }
+
+  // Parameter each pointer value derives from (-1 for non-pointers), and which parameters are written.
+  void find_pointer_roots() {
+    root_.assign(fn_.values.size(), -1);
+    written_.assign(fn_.params.size(), false);
+    for (const auto& in : fn_.body) {
+      if (in.op == Op::param) root_[in.result] = in.index;
+      else if ((in.op == Op::ptr_add || in.op == Op::splat) && fn_.values[in.result].pointer) root_[in.result] = root_[in.args[0]];
+      else if (in.op == Op::store) written_[root_[in.args[0]]] = true;
+    }
+  }
+
+  // Register type of a value; pointers into parameters nothing stores through are const.
+  std::string value_type(ir::ValueId id) const {
+    const auto& t = fn_.values[id];
+    return t.pointer && !written_[root_[id]] ? "const " + reg_type(t) : reg_type(t);
+  }
+
+  void signature() {
+    os_ << "extern \"C\" __global__ void __launch_bounds__(" << threads_ << ") " << kernel_symbol(fn_) << "(";
+    for (std::size_t i = 0; i < fn_.params.size(); ++i) {
+      const auto& p = fn_.params[i];
+      std::string type = reg_type(p.type);
+      if (p.type.pointer && !written_[i]) type = "const " + type;
+      os_ << (i ? ", " : "") << type << " a_" << identifier(p.name);
+    }
+    os_ << ") {\n";
+  }
+
+  const passes::TileLayout& layout(const ir::ValueType& t) const { return layouts_.at(t.dims[0]); }
+  int per_thread(const ir::ValueType& t) const { return t.rank == 0 ? 1 : layout(t).per_thread; }
+
+  // Tile index held by element e of this thread (e is an unrolled loop variable).
+  std::string index_expr(const passes::TileLayout& l) const {
+    const int tv = l.threads * l.vector;
+    if (l.per_thread == 1) return "tid";
+    if (l.vector == l.per_thread) return "tid * " + std::to_string(l.vector) + " + e";
+    return "(e / " + std::to_string(l.vector) + ") * " + std::to_string(tv) + " + tid * " + std::to_string(l.vector) +
+           " + e % " + std::to_string(l.vector);
+  }
+
+  std::string live(const ir::ValueType& t) const {
+    return t.rank == 1 && layout(t).n < threads_ ? "live" + std::to_string(t.dims[0]) : "";
+  }
+
+  std::string v(ir::ValueId id) const { return "v" + std::to_string(id); }
+  // Operand as seen inside the element loop.
+  std::string at(ir::ValueId id) const { return fn_.values[id].rank == 0 ? v(id) : v(id) + "[e]"; }
+
+  // Declares the result and emits `result = expr` for every element (or once for scalars).
+  void elementwise(const ir::Instr& in, const std::string& expr) {
+    const auto& t = fn_.values[in.result];
+    if (t.rank == 0) {
+      os_ << "  " << value_type(in.result) << " const " << v(in.result) << " = " << expr << ";\n";
+      return;
+    }
+    os_ << "  " << value_type(in.result) << " " << v(in.result) << "[" << per_thread(t) << "];\n";
+    os_ << "#pragma unroll\n  for (int e = 0; e < " << per_thread(t) << "; ++e) " << v(in.result) << "[e] = " << expr
+        << ";\n";
+  }
+
+  void instr(const ir::Instr& in) {
+    os_ << "  // " << ir::print(fn_, in);
+    if (!in.where.empty()) os_ << "   [" << in.where << "]";
+    os_ << "\n";
+    const ir::ValueType* t = in.result >= 0 ? &fn_.values[in.result] : nullptr;
+    auto a = [&](std::size_t i) { return at(in.args.at(i)); };
+    const bool fl = t && ir::is_float(t->dtype) && !t->pointer;
+    switch (in.op) {
+      case Op::param:
+        os_ << "  " << value_type(in.result) << " const " << v(in.result) << " = a_"
+            << identifier(fn_.params[in.index].name) << ";\n";
+        break;
+      case Op::program_id:
+        os_ << "  const int " << v(in.result) << " = (int)blockIdx." << "xyz"[in.index] << ";\n";
+        break;
+      case Op::num_programs:
+        os_ << "  const int " << v(in.result) << " = (int)gridDim." << "xyz"[in.index] << ";\n";
+        break;
+      case Op::arange: elementwise(in, index_expr(layout(*t))); break;
+      case Op::constant: elementwise(in, literal(t->dtype, in.number)); break;
+      case Op::splat: elementwise(in, v(in.args[0])); break;
+      case Op::add: elementwise(in, rounded(t->dtype, a(0) + " + " + a(1))); break;
+      case Op::sub: elementwise(in, rounded(t->dtype, a(0) + " - " + a(1))); break;
+      case Op::mul: elementwise(in, rounded(t->dtype, a(0) + " * " + a(1))); break;
+      case Op::div: elementwise(in, rounded(t->dtype, a(0) + " / " + a(1))); break;
+      case Op::rem: elementwise(in, a(0) + " % " + a(1)); break;
+      case Op::minimum: elementwise(in, fl ? "fminf(" + a(0) + ", " + a(1) + ")" : "min(" + a(0) + ", " + a(1) + ")"); break;
+      case Op::maximum: elementwise(in, fl ? "fmaxf(" + a(0) + ", " + a(1) + ")" : "max(" + a(0) + ", " + a(1) + ")"); break;
+      case Op::neg: elementwise(in, "-" + a(0)); break;
+      case Op::exp: elementwise(in, rounded(t->dtype, "expf(" + a(0) + ")")); break;
+      case Op::exp2: elementwise(in, rounded(t->dtype, "exp2f(" + a(0) + ")")); break;
+      case Op::log: elementwise(in, rounded(t->dtype, "logf(" + a(0) + ")")); break;
+      case Op::sqrt: elementwise(in, rounded(t->dtype, "sqrtf(" + a(0) + ")")); break;
+      case Op::rsqrt: elementwise(in, rounded(t->dtype, "rsqrtf(" + a(0) + ")")); break;
+      case Op::abs:
+        elementwise(in, fl ? "fabsf(" + a(0) + ")" : (t->dtype == DType::i64 ? "llabs(" : "abs(") + a(0) + ")");
+        break;
+      case Op::lt: elementwise(in, a(0) + " < " + a(1)); break;
+      case Op::le: elementwise(in, a(0) + " <= " + a(1)); break;
+      case Op::gt: elementwise(in, a(0) + " > " + a(1)); break;
+      case Op::ge: elementwise(in, a(0) + " >= " + a(1)); break;
+      case Op::eq: elementwise(in, a(0) + " == " + a(1)); break;
+      case Op::ne: elementwise(in, a(0) + " != " + a(1)); break;
+      case Op::logical_and: elementwise(in, a(0) + " && " + a(1)); break;
+      case Op::logical_or: elementwise(in, a(0) + " || " + a(1)); break;
+      case Op::logical_not: elementwise(in, "!" + a(0)); break;
+      case Op::select: elementwise(in, a(0) + " ? " + a(1) + " : " + a(2)); break;
+      case Op::cast: elementwise(in, cast_expr(fn_.values[in.args[0]].dtype, t->dtype, a(0))); break;
+      case Op::ptr_add: elementwise(in, a(0) + " + " + a(1)); break;
+      case Op::load: load(in); break;
+      case Op::store: store(in); break;
+      case Op::reduce_max:
+      case Op::reduce_min:
+      case Op::reduce_sum: reduce(in); break;
+    }
+  }
+
+  static std::string cast_expr(DType from, DType to, const std::string& x) {
+    if (from == to) return x;
+    if (ir::is_float(to)) {
+      if (ir::is_float(from)) return rounded(to, x);  // values are already floats in registers
+      return rounded(to, "(float)" + x);
+    }
+    if (to == DType::i1) return x + " != 0";
+    if (ir::is_float(from)) return to == DType::i32 ? "tf_f2i(" + x + ")" : "tf_f2ll(" + x + ")";
+    return to == DType::i32 ? "(int)" + x : "(long long)" + x;
+  }
+
+  // Elements per vector access of a load or store through pointer tile `ptr` (1 when not provable).
+  int vector_width(ir::ValueId ptr) const {
+    const auto& pt = fn_.values[ptr];
+    if (pt.rank == 0) return 1;
+    const auto& l = layout(pt);
+    const int bytes = ir::dtype_bytes(pt.dtype);
+    const auto& info = axis_[ptr];
+    int w = l.vector;
+    while (w > 1 && (w * bytes > 16 || info.contiguity < w || info.divisibility < w * bytes)) w /= 2;
+    return w;
+  }
+
+  void load(const ir::Instr& in) {
+    const auto& t = fn_.values[in.result];
+    const std::string p = v(in.args[0]);
+    const bool masked = in.args.size() >= 2;
+    const std::string S = storage_type(t.dtype);
+    if (t.rank == 0) {
+      const std::string value = from_storage(t.dtype, "*" + p);
+      os_ << "  const " << reg_type(t) << " " << v(in.result) << " = "
+          << (masked ? v(in.args[1]) + " ? " + value + " : " + v(in.args[2]) : value) << ";\n";
+      return;
+    }
+    const int E = per_thread(t);
+    const int W = vector_width(in.args[0]);
+    const std::string lv = live(t);
+    auto pred = [&](const std::string& idx) {
+      std::string s = lv;
+      if (masked) s += (s.empty() ? "" : " && ") + v(in.args[1]) + "[" + idx + "]";
+      return s;
+    };
+    const std::string r = v(in.result);
+    os_ << "  " << reg_type(t) << " " << r << "[" << E << "];\n";
+    const std::string other = masked ? v(in.args[2]) + "[e]" : literal(t.dtype, 0);
+    if (W == 1) {
+      const std::string cond = pred("e");
+      const std::string value = from_storage(t.dtype, "*" + p + "[e]");
+      os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) " << r << "[e] = "
+          << (cond.empty() ? value : cond + " ? " + value + " : " + other) << ";\n";
+      return;
+    }
+    // Vector path: a run of W elements is contiguous and aligned; take it in one access when every lane of
+    // the run is in the mask, else element by element (the ragged tail of a row).
+    os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
+    const std::string all = pred_all(pred, W);
+    os_ << "    if (" << (all.empty() ? "true" : all) << ") {\n";
+    os_ << "      " << S << " raw[" << W << "];\n";
+    os_ << "      tf_load_vec<" << S << ", " << W << ">(" << p << "[e0], raw);\n";
+    os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) " << r
+        << "[e0 + k] = " << from_storage(t.dtype, "raw[k]") << ";\n";
+    os_ << "    } else {\n";
+    const std::string cond = pred("e");
+    os_ << "#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << r << "[e] = "
+        << (cond.empty() ? from_storage(t.dtype, "*" + p + "[e]")
+                         : cond + " ? " + from_storage(t.dtype, "*" + p + "[e]") + " : " + other)
+        << ";\n";
+    os_ << "    }\n  }\n";
+  }
+
+  // "m[e0] && m[e0 + 1] && ..." over a run of W, or "" when nothing is masked.
+  template <class Pred>
+  static std::string pred_all(Pred pred, int W) {
+    std::string all;
+    for (int k = 0; k < W; ++k) {
+      const std::string c = pred(k ? "e0 + " + std::to_string(k) : std::string("e0"));
+      if (c.empty()) return pred("e0");  // nothing but (maybe) the uniform live flag
+      all += (k ? " && " : "") + c;
+    }
+    return all;
+  }
+
+  void store(const ir::Instr& in) {
+    const auto& pt = fn_.values[in.args[0]];
+    const std::string p = v(in.args[0]);
+    const bool masked = in.args.size() == 3;
+    const DType dt = pt.dtype;
+    const std::string S = storage_type(dt);
+    if (pt.rank == 0) {
+      // Every thread holds the scalar; one writes it.
+      os_ << "  if (tid == 0" << (masked ? " && " + v(in.args[2]) : "") << ") *" << p << " = "
+          << to_storage(dt, v(in.args[1])) << ";\n";
+      return;
+    }
+    const int E = layout(pt).per_thread;
+    const int W = vector_width(in.args[0]);
+    const std::string lv = live(pt);
+    auto pred = [&](const std::string& idx) {
+      std::string s = lv;
+      if (masked) s += (s.empty() ? "" : " && ") + v(in.args[2]) + "[" + idx + "]";
+      return s;
+    };
+    const std::string val = v(in.args[1]);
+    if (W == 1) {
+      const std::string cond = pred("e");
+      os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) " << (cond.empty() ? "" : "if (" + cond + ") ")
+          << "*" << p << "[e] = " << to_storage(dt, val + "[e]") << ";\n";
+      return;
+    }
+    os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
+    const std::string all = pred_all(pred, W);
+    os_ << "    if (" << (all.empty() ? "true" : all) << ") {\n";
+    os_ << "      " << S << " raw[" << W << "];\n";
+    os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) raw[k] = " << to_storage(dt, val + "[e0 + k]")
+        << ";\n";
+    os_ << "      tf_store_vec<" << S << ", " << W << ">(" << p << "[e0], raw);\n";
+    const std::string cond = pred("e");
+    os_ << "    } else {\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) "
+        << (cond.empty() ? "" : "if (" + cond + ") ") << "*" << p << "[e] = " << to_storage(dt, val + "[e]") << ";\n";
+    os_ << "    }\n  }\n";
+  }
+
+  void reduce(const ir::Instr& in) {
+    const auto& src = fn_.values[in.args[0]];
+    const auto& t = fn_.values[in.result];
+    const bool fl = ir::is_float(t.dtype);
+    const std::string R = reg_type(t);
+    std::string ident, comb;
+    switch (in.op) {
+      case Op::reduce_max:
+        ident = fl ? "__int_as_float(0xff800000)" : (t.dtype == DType::i32 ? "(-2147483647 - 1)" : "(-9223372036854775807ll - 1)");
+        comb = fl ? "fmaxf(A, B)" : "max(A, B)";
+        break;
+      case Op::reduce_min:
+        ident = fl ? "__int_as_float(0x7f800000)" : (t.dtype == DType::i32 ? "2147483647" : "9223372036854775807ll");
+        comb = fl ? "fminf(A, B)" : "min(A, B)";
+        break;
+      default:
+        ident = fl ? "0.0f" : (t.dtype == DType::i64 ? "0ll" : "0");
+        comb = "A + B";
+        break;
+    }
+    auto combine = [&](const std::string& x, const std::string& y) {
+      std::string c = comb;
+      c.replace(c.find('A'), 1, x);
+      c.replace(c.find('B'), 1, y);
+      return c;
+    };
+    const int E = per_thread(src);
+    const std::string lv = live(src);
+    const std::string r = v(in.result);
+    const std::string x = v(in.args[0]) + "[e]";
+    const std::string red = "tf_red" + std::to_string(in.result);
+    os_ << "  " << R << " " << r << ";\n  {\n";
+    os_ << "    " << R << " acc = " << ident << ";\n";
+    os_ << "#pragma unroll\n    for (int e = 0; e < " << E << "; ++e) acc = "
+        << combine("acc", lv.empty() ? x : "(" + lv + " ? " + x + " : " + ident + ")") << ";\n";
+    os_ << "#pragma unroll\n    for (int offset = 16; offset > 0; offset >>= 1) acc = "
+        << combine("acc", "__shfl_xor_sync(0xffffffffu, acc, offset)") << ";\n";
+    if (opt_.num_warps > 1) {
+      // Each warp's total goes through shared memory; every thread then combines all of them, which
+      // leaves the result in every thread. One slot array per reduction: no barrier is needed after it.
+      os_ << "    __shared__ " << R << " " << red << "[" << opt_.num_warps << "];\n";
+      os_ << "    if (lane == 0) " << red << "[warp] = acc;\n    __syncthreads();\n";
+      os_ << "    acc = " << red << "[0];\n";
+      os_ << "#pragma unroll\n    for (int w = 1; w < " << opt_.num_warps << "; ++w) acc = "
+          << combine("acc", red + "[w]") << ";\n";
+    }
+    os_ << "    " << r << " = " << rounded(t.dtype, "acc") << ";\n  }\n";
+  }
+
+  const ir::Function& fn_;
+  const Options& opt_;
+  int threads_;
+  std::map<std::int64_t, passes::TileLayout> layouts_;
+  std::vector<passes::AxisInfo> axis_;
+  std::vector<std::int64_t> root_;
+  std::vector<bool> written_;
+  std::ostringstream os_;
+};
+
+}  // namespace
+
+std::string kernel_symbol(const ir::Function& fn) { return "tilefuse_" + identifier(fn.name); }
+
+std::string cuda_source(const ir::Function& fn, const Options& options) { return Emitter(fn, options).run(); }
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,25 @@
+// IR -> CUDA C++ source for a launch of one thread block per program. Produces a string only: no CUDA
+// headers are needed to generate it, and the output is deterministic (golden tests compare it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend/ir/ir.hpp"
+
+namespace tilefuse::codegen {
+
+/// What code generation is told beyond the IR.
+struct Options {
+  int num_warps = 4;              ///< threads per program = 32 * num_warps
+  std::vector<int> divisibility;  ///< per parameter: integer divisibility or pointer byte alignment (1..16)
+};
+
+/// The extern "C" symbol of the kernel generated for `fn`.
+std::string kernel_symbol(const ir::Function& fn);
+
+/// CUDA C++ source of `fn`: a __global__ function named kernel_symbol(fn), one comment per IR statement.
+/// Throws std::invalid_argument for IR the generator cannot lower (2D tiles, bad num_warps).
+std::string cuda_source(const ir::Function& fn, const Options& options);
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,273 @@
+#include "backend/driver/driver.hpp"
+
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <mutex>
+
+namespace tilefuse::driver {
+
+namespace {
+
+// Entry points resolved from libcuda.so.1. decltype of the header's declarations gives the exact types
+// without referencing (and so linking) the symbols themselves.
+struct Api {
+  decltype(&::cuInit) init = nullptr;
+  decltype(&::cuGetErrorName) get_error_name = nullptr;
+  decltype(&::cuGetErrorString) get_error_string = nullptr;
+  decltype(&::cuDriverGetVersion) driver_get_version = nullptr;
+  decltype(&::cuDeviceGet) device_get = nullptr;
+  decltype(&::cuDeviceGetCount) device_get_count = nullptr;
+  decltype(&::cuDeviceGetName) device_get_name = nullptr;
+  decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
+  decltype(&::cuDeviceTotalMem) device_total_mem = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain = nullptr;
+  decltype(&::cuCtxSetCurrent) ctx_set_current = nullptr;
+  decltype(&::cuCtxSynchronize) ctx_synchronize = nullptr;
+  decltype(&::cuMemAlloc) mem_alloc = nullptr;
+  decltype(&::cuMemFree) mem_free = nullptr;
+  decltype(&::cuMemcpyHtoD) memcpy_htod = nullptr;
+  decltype(&::cuMemcpyDtoH) memcpy_dtoh = nullptr;
+  decltype(&::cuMemcpyDtoDAsync) memcpy_dtod_async = nullptr;
+  decltype(&::cuMemsetD8Async) memset_d8_async = nullptr;
+  decltype(&::cuModuleLoadData) module_load_data = nullptr;
+  decltype(&::cuModuleUnload) module_unload = nullptr;
+  decltype(&::cuModuleGetFunction) module_get_function = nullptr;
+  decltype(&::cuLaunchKernel) launch_kernel = nullptr;
+  decltype(&::cuStreamCreate) stream_create = nullptr;
+  decltype(&::cuStreamDestroy) stream_destroy = nullptr;
+  decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
+  decltype(&::cuEventCreate) event_create = nullptr;
+  decltype(&::cuEventDestroy) event_destroy = nullptr;
+  decltype(&::cuEventRecord) event_record = nullptr;
+  decltype(&::cuEventSynchronize) event_synchronize = nullptr;
+  decltype(&::cuEventElapsedTime) event_elapsed_time = nullptr;
+};
+
+struct State {
+  Api api;
+  bool ok = false;
+  std::string reason;
+  DeviceInfo info;
+  CUcontext context = nullptr;
+};
+
+std::string error_text(const Api& api, CUresult r) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (api.get_error_name) api.get_error_name(r, &name);
+  if (api.get_error_string) api.get_error_string(r, &text);
+  return std::string(name ? name : "CUDA_ERROR_" + std::to_string(static_cast<int>(r))) + " (" +
+         (text ? text : "no description") + ")";
+}
+
+template <class F>
+bool resolve(void* lib, const char* symbol, F& out, std::string& reason) {
+  out = reinterpret_cast<F>(dlsym(lib, symbol));
+  if (!out) reason = std::string("libcuda.so.1 has no symbol ") + symbol + " (driver too old?)";
+  return out != nullptr;
+}
+
+State& state() {
+  static State s = [] {
+    State st;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char* e = dlerror();
+      st.reason = std::string("no CUDA driver: dlopen(\"libcuda.so.1\") failed: ") + (e ? e : "unknown error");
+      return st;
+    }
+    Api& a = st.api;
+    std::string& why = st.reason;
+    // Versioned names: the _v2 entry points are the ones the header's macros select.
+    const bool all =
+        resolve(lib, "cuInit", a.init, why) && resolve(lib, "cuGetErrorName", a.get_error_name, why) &&
+        resolve(lib, "cuGetErrorString", a.get_error_string, why) &&
+        resolve(lib, "cuDriverGetVersion", a.driver_get_version, why) && resolve(lib, "cuDeviceGet", a.device_get, why) &&
+        resolve(lib, "cuDeviceGetCount", a.device_get_count, why) &&
+        resolve(lib, "cuDeviceGetName", a.device_get_name, why) &&
+        resolve(lib, "cuDeviceGetAttribute", a.device_get_attribute, why) &&
+        resolve(lib, "cuDeviceTotalMem_v2", a.device_total_mem, why) &&
+        resolve(lib, "cuDevicePrimaryCtxRetain", a.primary_ctx_retain, why) &&
+        resolve(lib, "cuCtxSetCurrent", a.ctx_set_current, why) &&
+        resolve(lib, "cuCtxSynchronize", a.ctx_synchronize, why) && resolve(lib, "cuMemAlloc_v2", a.mem_alloc, why) &&
+        resolve(lib, "cuMemFree_v2", a.mem_free, why) && resolve(lib, "cuMemcpyHtoD_v2", a.memcpy_htod, why) &&
+        resolve(lib, "cuMemcpyDtoH_v2", a.memcpy_dtoh, why) &&
+        resolve(lib, "cuMemcpyDtoDAsync_v2", a.memcpy_dtod_async, why) &&
+        resolve(lib, "cuMemsetD8Async", a.memset_d8_async, why) &&
+        resolve(lib, "cuModuleLoadData", a.module_load_data, why) &&
+        resolve(lib, "cuModuleUnload", a.module_unload, why) &&
+        resolve(lib, "cuModuleGetFunction", a.module_get_function, why) &&
+        resolve(lib, "cuLaunchKernel", a.launch_kernel, why) && resolve(lib, "cuStreamCreate", a.stream_create, why) &&
+        resolve(lib, "cuStreamDestroy_v2", a.stream_destroy, why) &&
+        resolve(lib, "cuStreamSynchronize", a.stream_synchronize, why) &&
+        resolve(lib, "cuEventCreate", a.event_create, why) && resolve(lib, "cuEventDestroy_v2", a.event_destroy, why) &&
+        resolve(lib, "cuEventRecord", a.event_record, why) &&
+        resolve(lib, "cuEventSynchronize", a.event_synchronize, why) &&
+        resolve(lib, "cuEventElapsedTime_v2", a.event_elapsed_time, why);
+    if (!all) return st;
+    CUresult r = a.init(0);
+    if (r != CUDA_SUCCESS) {
+      st.reason = "the CUDA driver did not start: cuInit failed with " + error_text(a, r);
+      return st;
+    }
+    int count = 0;
+    r = a.device_get_count(&count);
+    if (r != CUDA_SUCCESS || count == 0) {
+      st.reason = r != CUDA_SUCCESS ? "cuDeviceGetCount failed with " + error_text(a, r) : "no CUDA device is present";
+      return st;
+    }
+    CUdevice dev = 0;
+    char name[256] = {};
+    int major = 0, minor = 0, sms = 0, l2 = 0;
+    std::size_t mem = 0;
+    if (a.device_get(&dev, 0) != CUDA_SUCCESS || a.device_get_name(name, sizeof name, dev) != CUDA_SUCCESS ||
+        a.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
+        a.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS ||
+        a.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS ||
+        a.device_get_attribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev) != CUDA_SUCCESS ||
+        a.device_total_mem(&mem, dev) != CUDA_SUCCESS) {
+      st.reason = "could not read the properties of CUDA device 0";
+      return st;
+    }
+    r = a.primary_ctx_retain(&st.context, dev);
+    if (r != CUDA_SUCCESS) {
+      st.reason = "cuDevicePrimaryCtxRetain failed with " + error_text(a, r);
+      return st;
+    }
+    st.info.name = name;
+    st.info.cc_major = major;
+    st.info.cc_minor = minor;
+    st.info.sm_count = sms;
+    st.info.l2_bytes = l2;
+    st.info.total_memory = mem;
+    a.driver_get_version(&st.info.driver_version);
+    st.ok = true;
+    return st;
+  }();
+  return s;
+}
+
+thread_local bool context_is_current = false;
+
+const Api& api() {
+  make_current();
+  return state().api;
+}
+
+void check(CUresult r, const char* call, const std::string& kernel = {}) {
+  if (r == CUDA_SUCCESS) return;
+  throw DriverError("tilefuse driver: " + std::string(call) + (kernel.empty() ? "" : " (kernel '" + kernel + "')") +
+                    " failed: " + error_text(state().api, r));
+}
+
+}  // namespace
+
+bool available(std::string* reason) {
+  const State& s = state();
+  if (!s.ok && reason) *reason = s.reason;
+  return s.ok;
+}
+
+const DeviceInfo& device() {
+  make_current();
+  return state().info;
+}
+
+void make_current() {
+  if (context_is_current) return;
+  State& s = state();
+  if (!s.ok) throw DeviceUnavailable("tilefuse: no GPU available: " + s.reason);
+  check(s.api.ctx_set_current(s.context), "cuCtxSetCurrent");
+  context_is_current = true;
+}
+
+std::uint64_t allocate(std::size_t bytes) {
+  CUdeviceptr p = 0;
+  check(api().mem_alloc(&p, bytes == 0 ? 1 : bytes), ("cuMemAlloc of " + std::to_string(bytes) + " bytes").c_str());
+  return p;
+}
+
+void release(std::uint64_t address) noexcept {
+  if (address && state().ok) state().api.mem_free(address);
+}
+
+void copy_to_device(std::uint64_t dst, const void* src, std::size_t bytes) {
+  if (bytes) check(api().memcpy_htod(dst, src, bytes), "cuMemcpyHtoD");
+}
+
+void copy_to_host(void* dst, std::uint64_t src, std::size_t bytes) {
+  if (bytes) check(api().memcpy_dtoh(dst, src, bytes), "cuMemcpyDtoH");
+}
+
+void copy_device(std::uint64_t dst, std::uint64_t src, std::size_t bytes, void* stream) {
+  if (bytes) check(api().memcpy_dtod_async(dst, src, bytes, static_cast<CUstream>(stream)), "cuMemcpyDtoDAsync");
+}
+
+void fill_bytes(std::uint64_t dst, std::uint8_t value, std::size_t bytes, void* stream) {
+  if (bytes) check(api().memset_d8_async(dst, value, bytes, static_cast<CUstream>(stream)), "cuMemsetD8Async");
+}
+
+void synchronize() { check(api().ctx_synchronize(), "cuCtxSynchronize"); }
+
+Module::Module(const std::vector<char>& cubin, const std::string& kernel) : kernel_(kernel) {
+  CUmodule m = nullptr;
+  check(api().module_load_data(&m, cubin.data()), "cuModuleLoadData", kernel_);
+  module_ = m;
+}
+
+Module::~Module() {
+  if (module_ && state().ok) state().api.module_unload(static_cast<CUmodule>(module_));
+}
+
+void* Module::function(const std::string& name) const {
+  CUfunction f = nullptr;
+  check(api().module_get_function(&f, static_cast<CUmodule>(module_), name.c_str()), "cuModuleGetFunction", kernel_);
+  return f;
+}
+
+void launch(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params,
+            const char* kernel) {
+  const CUresult r = api().launch_kernel(static_cast<CUfunction>(function), grid.x, grid.y, grid.z, block.x, block.y,
+                                         block.z, shared_bytes, static_cast<CUstream>(stream), params, nullptr);
+  if (r != CUDA_SUCCESS) check(r, "cuLaunchKernel", kernel);
+}
+
+RawLaunch raw_launch() { return reinterpret_cast<RawLaunch>(api().launch_kernel); }
+
+Stream::Stream() {
+  CUstream s = nullptr;
+  check(api().stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  stream_ = s;
+}
+
+Stream::~Stream() {
+  if (stream_ && state().ok) state().api.stream_destroy(static_cast<CUstream>(stream_));
+}
+
+void Stream::synchronize() const { check(api().stream_synchronize(static_cast<CUstream>(stream_)), "cuStreamSynchronize"); }
+
+Event::Event() {
+  CUevent e = nullptr;
+  check(api().event_create(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+  event_ = e;
+}
+
+Event::~Event() {
+  if (event_ && state().ok) state().api.event_destroy(static_cast<CUevent>(event_));
+}
+
+void Event::record(void* stream) {
+  check(api().event_record(static_cast<CUevent>(event_), static_cast<CUstream>(stream)), "cuEventRecord");
+}
+
+void Event::synchronize() const { check(api().event_synchronize(static_cast<CUevent>(event_)), "cuEventSynchronize"); }
+
+float Event::elapsed_ms(const Event& start, const Event& stop) {
+  float ms = 0;
+  check(api().event_elapsed_time(&ms, static_cast<CUevent>(start.event_), static_cast<CUevent>(stop.event_)),
+        "cuEventElapsedTime");
+  return ms;
+}
+
+}  // namespace tilefuse::driver

@@ -1,0 +1,127 @@
+// The CUDA Driver API, reached through dlopen("libcuda.so.1") so that binaries start (and GPU tests skip)
+// on machines with no driver. Exposes opaque handles only: nothing outside driver.cpp sees <cuda.h>.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tilefuse::driver {
+
+/// A failed driver call: names the call, the kernel (when there is one) and the CUDA error.
+class DriverError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// No usable GPU: no libcuda.so.1, no device, or a driver that refuses to start; what() says which.
+class DeviceUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Whether a GPU can be used; when not, `reason` (if given) receives why.
+bool available(std::string* reason = nullptr);
+
+/// Facts about device 0 that code generation and benchmarks need.
+struct DeviceInfo {
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int l2_bytes = 0;
+  std::size_t total_memory = 0;
+  int driver_version = 0;
+  /// "sm_90" for compute capability 9.0.
+  std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
+};
+
+/// Device 0, initializing the driver and making its primary context current on this thread.
+/// Throws DeviceUnavailable when there is none.
+const DeviceInfo& device();
+
+/// Makes the primary context current on the calling thread (cheap after the first call on a thread).
+void make_current();
+
+/// Allocates device memory (bytes); throws DriverError when out of memory.
+std::uint64_t allocate(std::size_t bytes);
+/// Frees device memory from allocate(); never throws.
+void release(std::uint64_t address) noexcept;
+/// Host to device copy, synchronous.
+void copy_to_device(std::uint64_t dst, const void* src, std::size_t bytes);
+/// Device to host copy, synchronous.
+void copy_to_host(void* dst, std::uint64_t src, std::size_t bytes);
+/// Device to device copy, asynchronous on `stream`.
+void copy_device(std::uint64_t dst, std::uint64_t src, std::size_t bytes, void* stream = nullptr);
+/// Sets `bytes` bytes to `value`, asynchronous on `stream`.
+void fill_bytes(std::uint64_t dst, std::uint8_t value, std::size_t bytes, void* stream = nullptr);
+/// Waits for all work on the device; errors from earlier launches surface here.
+void synchronize();
+
+/// A loaded CUBIN (one per compiled kernel in the primary context); unloads on destruction.
+class Module {
+ public:
+  /// Loads `cubin`; `kernel` names the kernel in error messages.
+  Module(const std::vector<char>& cubin, const std::string& kernel);
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  /// The CUfunction named `name` in this module.
+  void* function(const std::string& name) const;
+
+ private:
+  void* module_ = nullptr;
+  std::string kernel_;
+};
+
+/// Launch geometry.
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+/// Launches `function`; `params` points to one pointer per kernel parameter. Errors name `kernel`.
+void launch(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params,
+            const char* kernel);
+
+/// The raw cuLaunchKernel entry point, for benchmarks that compare against a launch with no wrapper.
+using RawLaunch = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,
+                          void**);
+/// The driver's cuLaunchKernel.
+RawLaunch raw_launch();
+
+/// A CUDA stream; destroys it on destruction.
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  /// The CUstream as an opaque handle.
+  void* handle() const { return stream_; }
+  /// Waits for the stream's work.
+  void synchronize() const;
+
+ private:
+  void* stream_ = nullptr;
+};
+
+/// A CUDA event for timing.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  /// Records the event on `stream`.
+  void record(void* stream = nullptr);
+  /// Waits until the event has happened.
+  void synchronize() const;
+  /// Milliseconds between two recorded events.
+  static float elapsed_ms(const Event& start, const Event& stop);
+
+ private:
+  void* event_ = nullptr;
+};
+
+}  // namespace tilefuse::driver

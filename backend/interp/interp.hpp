@@ -1,0 +1,33 @@
+// The CPU interpreter: runs a traced program's IR over host memory, program by program, with the GPU's
+// semantics (masks, `other`, f16/bf16 rounding after each op, reductions), checking every access.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+
+#include "backend/ir/ir.hpp"
+
+namespace tilefuse::interp {
+
+/// A kernel argument in host memory or as a scalar; the parameter's IR type says which field applies.
+struct HostArg {
+  void* data = nullptr;   ///< pointer parameters: host address of element 0
+  std::size_t count = 0;  ///< pointer parameters: elements reachable from data
+  std::int64_t i = 0;     ///< integer parameters
+  double f = 0;           ///< float parameters
+};
+
+/// Raised for accesses outside a buffer, integer division by zero and similar program errors; what()
+/// names the kernel, the program id, the argument and the element.
+class InterpreterError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs `fn` for every program of the grid (x fastest), in order.
+void run(const ir::Function& fn, std::int64_t grid_x, std::int64_t grid_y, std::int64_t grid_z,
+         std::span<const HostArg> args);
+
+}  // namespace tilefuse::interp

@@ -1,0 +1,257 @@
+#include "backend/ir/ir.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+namespace tilefuse::ir {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::i1: return "i1";
+    case DType::i32: return "i32";
+    case DType::i64: return "i64";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::f32: return "f32";
+  }
+  return "?";
+}
+
+int dtype_bytes(DType t) {
+  switch (t) {
+    case DType::i1: return 1;
+    case DType::f16:
+    case DType::bf16: return 2;
+    case DType::i32:
+    case DType::f32: return 4;
+    case DType::i64: return 8;
+  }
+  return 0;
+}
+
+bool is_float(DType t) { return t == DType::f16 || t == DType::bf16 || t == DType::f32; }
+bool is_int(DType t) { return t == DType::i32 || t == DType::i64; }
+
+std::int64_t ValueType::numel() const {
+  std::int64_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= dims[i];
+  return n;
+}
+
+ValueType ValueType::scalar() const { return ValueType{dtype, pointer, 0, {1, 1}}; }
+
+std::string ValueType::str() const {
+  std::string s = pointer ? std::string("ptr<") + dtype_name(dtype) + ">" : dtype_name(dtype);
+  if (rank > 0) {
+    s += "[";
+    for (int i = 0; i < rank; ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
+    s += "]";
+  }
+  return s;
+}
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::param: return "param";
+    case Op::program_id: return "program_id";
+    case Op::num_programs: return "num_programs";
+    case Op::arange: return "arange";
+    case Op::constant: return "constant";
+    case Op::splat: return "splat";
+    case Op::add: return "add";
+    case Op::sub: return "sub";
+    case Op::mul: return "mul";
+    case Op::div: return "div";
+    case Op::rem: return "rem";
+    case Op::minimum: return "minimum";
+    case Op::maximum: return "maximum";
+    case Op::neg: return "neg";
+    case Op::exp: return "exp";
+    case Op::exp2: return "exp2";
+    case Op::log: return "log";
+    case Op::sqrt: return "sqrt";
+    case Op::rsqrt: return "rsqrt";
+    case Op::abs: return "abs";
+    case Op::lt: return "lt";
+    case Op::le: return "le";
+    case Op::gt: return "gt";
+    case Op::ge: return "ge";
+    case Op::eq: return "eq";
+    case Op::ne: return "ne";
+    case Op::logical_and: return "and";
+    case Op::logical_or: return "or";
+    case Op::logical_not: return "not";
+    case Op::select: return "where";
+    case Op::cast: return "cast";
+    case Op::ptr_add: return "ptr_add";
+    case Op::load: return "load";
+    case Op::store: return "store";
+    case Op::reduce_max: return "max";
+    case Op::reduce_min: return "min";
+    case Op::reduce_sum: return "sum";
+  }
+  return "?";
+}
+
+bool is_pure(Op op) { return op != Op::load && op != Op::store && op != Op::param; }
+
+bool is_reduction(Op op) { return op == Op::reduce_max || op == Op::reduce_min || op == Op::reduce_sum; }
+
+ValueId Function::append(Instr instr, const ValueType* type) {
+  if (type) {
+    instr.result = static_cast<ValueId>(values.size());
+    values.push_back(*type);
+  } else {
+    instr.result = -1;
+  }
+  body.push_back(std::move(instr));
+  return body.back().result;
+}
+
+namespace {
+
+std::string number_text(double v) {
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  if (std::isnan(v)) return "nan";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string print(const Function& fn, const Instr& in) {
+  std::ostringstream os;
+  if (in.result >= 0) os << "%" << in.result << " = ";
+  os << op_name(in.op);
+  switch (in.op) {
+    case Op::param: os << " " << in.index << " \"" << fn.params.at(in.index).name << "\""; break;
+    case Op::program_id:
+    case Op::num_programs: os << " " << in.index; break;
+    case Op::constant: os << " " << number_text(in.number); break;
+    default: break;
+  }
+  for (std::size_t i = 0; i < in.args.size(); ++i) os << (i ? ", %" : " %") << in.args[i];
+  if (in.result >= 0) os << " : " << fn.values.at(in.result).str();
+  return os.str();
+}
+
+std::string print(const Function& fn) {
+  std::ostringstream os;
+  os << "func @" << fn.name << "(";
+  for (std::size_t i = 0; i < fn.params.size(); ++i)
+    os << (i ? ", " : "") << fn.params[i].name << ": " << fn.params[i].type.str();
+  os << ") {\n";
+  for (const Instr& in : fn.body) os << "  " << print(fn, in) << "\n";
+  os << "}\n";
+  return os.str();
+}
+
+void verify(const Function& fn) {
+  std::vector<bool> defined(fn.values.size(), false);
+  auto fail = [&](const Instr& in, const std::string& why) {
+    throw std::logic_error("tilefuse IR verifier: function '" + fn.name + "', instruction '" + print(fn, in) +
+                           "': " + why);
+  };
+  for (const Instr& in : fn.body) {
+    for (ValueId a : in.args) {
+      if (a < 0 || a >= static_cast<ValueId>(fn.values.size())) fail(in, "operand out of range");
+      if (!defined[a]) fail(in, "operand %" + std::to_string(a) + " used before it is defined");
+    }
+    auto arg = [&](std::size_t i) -> const ValueType& { return fn.values[in.args.at(i)]; };
+    const bool has_result = in.result >= 0;
+    if ((in.op == Op::store) == has_result) fail(in, has_result ? "store has a result" : "missing result");
+    const ValueType* r = has_result ? &fn.values.at(in.result) : nullptr;
+    auto need_args = [&](std::size_t lo, std::size_t hi) {
+      if (in.args.size() < lo || in.args.size() > hi) fail(in, "wrong number of operands");
+    };
+    switch (in.op) {
+      case Op::param:
+        need_args(0, 0);
+        if (in.index < 0 || in.index >= static_cast<std::int64_t>(fn.params.size()) ||
+            !(fn.params[in.index].type == *r))
+          fail(in, "parameter index or type does not match the signature");
+        break;
+      case Op::program_id:
+      case Op::num_programs:
+        need_args(0, 0);
+        if (in.index < 0 || in.index > 2) fail(in, "axis must be 0, 1 or 2");
+        break;
+      case Op::arange:
+        need_args(0, 0);
+        if (r->rank != 1 || r->dtype != DType::i32 || (r->dims[0] & (r->dims[0] - 1)) != 0)
+          fail(in, "arange must be a power-of-two i32 tile");
+        break;
+      case Op::constant:
+        need_args(0, 0);
+        if (r->rank != 0) fail(in, "constants are scalars");
+        break;
+      case Op::splat:
+        need_args(1, 1);
+        if (arg(0).rank != 0 || !(arg(0).scalar() == r->scalar())) fail(in, "splat takes a scalar of the result type");
+        break;
+      case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem:
+      case Op::minimum: case Op::maximum:
+        need_args(2, 2);
+        if (!(arg(0) == *r) || !(arg(1) == *r) || r->pointer) fail(in, "operands and result must have one type");
+        break;
+      case Op::neg: case Op::abs:
+        need_args(1, 1);
+        if (!(arg(0) == *r) || r->pointer) fail(in, "operand and result must have one type");
+        break;
+      case Op::exp: case Op::exp2: case Op::log: case Op::sqrt: case Op::rsqrt:
+        need_args(1, 1);
+        if (!(arg(0) == *r) || !is_float(r->dtype) || r->pointer) fail(in, "math functions take and give floats");
+        break;
+      case Op::lt: case Op::le: case Op::gt: case Op::ge: case Op::eq: case Op::ne:
+        need_args(2, 2);
+        if (!(arg(0) == arg(1)) || r->dtype != DType::i1 || r->rank != arg(0).rank) fail(in, "comparison typing");
+        break;
+      case Op::logical_and: case Op::logical_or:
+        need_args(2, 2);
+        if (!(arg(0) == *r) || !(arg(1) == *r) || r->dtype != DType::i1) fail(in, "logic ops take masks");
+        break;
+      case Op::logical_not:
+        need_args(1, 1);
+        if (!(arg(0) == *r) || r->dtype != DType::i1) fail(in, "logic ops take masks");
+        break;
+      case Op::select:
+        need_args(3, 3);
+        if (arg(0).dtype != DType::i1 || !(arg(1) == *r) || !(arg(2) == *r) || arg(0).rank != r->rank)
+          fail(in, "where(cond, a, b) typing");
+        break;
+      case Op::cast:
+        need_args(1, 1);
+        if (arg(0).rank != r->rank || arg(0).pointer || r->pointer) fail(in, "cast keeps the shape");
+        break;
+      case Op::ptr_add:
+        need_args(2, 2);
+        if (!arg(0).pointer || !is_int(arg(1).dtype) || arg(1).pointer || !r->pointer || arg(0).dtype != r->dtype)
+          fail(in, "ptr_add takes a pointer and an integer offset");
+        break;
+      case Op::load:
+        need_args(1, 3);
+        if (!arg(0).pointer || arg(0).dtype != r->dtype || arg(0).rank != r->rank || r->pointer)
+          fail(in, "load typing");
+        if (in.args.size() >= 2 && arg(1).dtype != DType::i1) fail(in, "load mask must be i1");
+        if (in.args.size() == 3 && !(arg(2) == *r)) fail(in, "load other must have the result type");
+        break;
+      case Op::store:
+        need_args(2, 3);
+        if (!arg(0).pointer || arg(0).dtype != arg(1).dtype || arg(1).pointer || arg(0).rank != arg(1).rank)
+          fail(in, "store typing");
+        if (in.args.size() == 3 && arg(2).dtype != DType::i1) fail(in, "store mask must be i1");
+        break;
+      case Op::reduce_max: case Op::reduce_min: case Op::reduce_sum:
+        need_args(1, 1);
+        if (arg(0).rank != 1 || r->rank != 0 || arg(0).dtype != r->dtype || r->pointer)
+          fail(in, "reductions take a 1D tile to a scalar of its dtype");
+        break;
+    }
+    if (has_result) defined[in.result] = true;
+  }
+}
+
+}  // namespace tilefuse::ir

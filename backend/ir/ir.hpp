@@ -1,0 +1,107 @@
+// The tilefuse IR: a traced tile program as a flat list of SSA instructions over plain objects.
+// The front end (dsl/) builds it; passes, codegen and the interpreter read it. No CUDA here.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tilefuse::ir {
+
+/// Element types a tile can hold; i1 is the mask type produced by comparisons.
+enum class DType : std::uint8_t { i1, i32, i64, f16, bf16, f32 };
+
+/// Short name of a dtype as the DSL and the printer spell it ("f32", "bf16", ...).
+const char* dtype_name(DType t);
+/// Bytes one element of this dtype occupies in memory.
+int dtype_bytes(DType t);
+/// True for f16, bf16 and f32.
+bool is_float(DType t);
+/// True for i32 and i64.
+bool is_int(DType t);
+
+/// Type of an SSA value: element dtype, whether it is a pointer to that dtype, and a static shape
+/// (rank 0 is a scalar that is uniform across the program; rank 1 is a tile spread over its threads).
+struct ValueType {
+  DType dtype = DType::f32;
+  bool pointer = false;
+  int rank = 0;
+  std::array<std::int64_t, 2> dims{1, 1};
+
+  /// Number of elements (1 for scalars).
+  std::int64_t numel() const;
+  /// The same element type with no shape.
+  ValueType scalar() const;
+  /// Printed form, e.g. "f32[4096]", "ptr<f16>", "i1[128]".
+  std::string str() const;
+  friend bool operator==(const ValueType&, const ValueType&) = default;
+};
+
+/// Operations of the IR. Each one documents its operands.
+enum class Op : std::uint8_t {
+  param,         ///< kernel parameter number `index`
+  program_id,    ///< id of this program along axis `index` (i32 scalar)
+  num_programs,  ///< number of programs along axis `index` (i32 scalar)
+  arange,        ///< 0, 1, ..., N-1 as an i32 tile
+  constant,      ///< scalar literal `number` of the result dtype
+  splat,         ///< (scalar) broadcast to the result shape
+  add, sub, mul, div, rem,
+  minimum, maximum,
+  neg, exp, exp2, log, sqrt, rsqrt, abs,
+  lt, le, gt, ge, eq, ne,
+  logical_and, logical_or, logical_not,
+  select,        ///< (cond, a, b): a where cond else b
+  cast,          ///< (x) converted to the result dtype
+  ptr_add,       ///< (ptr, offset): ptr advanced by offset elements
+  load,          ///< (ptr [, mask [, other]]): other where the mask is false
+  store,         ///< (ptr, value [, mask]); no result
+  reduce_max, reduce_min, reduce_sum,  ///< (tile) reduced to a scalar
+};
+
+/// Name of an op as the printer spells it.
+const char* op_name(Op op);
+/// True for ops with no side effects whose result depends only on their operands (CSE may merge them).
+bool is_pure(Op op);
+/// True for the reductions.
+bool is_reduction(Op op);
+
+/// Index of an SSA value in Function::values; -1 means none.
+using ValueId = int;
+
+/// One instruction: an op, its operands, its result (none for store) and its attributes.
+struct Instr {
+  Op op = Op::constant;
+  ValueId result = -1;
+  std::vector<ValueId> args;
+  std::int64_t index = 0;  ///< param number, axis, or arange length
+  double number = 0.0;     ///< constant value
+  std::string where;       ///< "file:line" of the DSL call that made it, when known
+};
+
+/// A kernel parameter as the kernel signature declares it.
+struct Param {
+  std::string name;
+  ValueType type;
+};
+
+/// A traced tile program.
+struct Function {
+  std::string name;
+  std::vector<Param> params;
+  std::vector<ValueType> values;  ///< type of every SSA value, indexed by ValueId
+  std::vector<Instr> body;        ///< in program order; operands are defined before use
+
+  /// Appends an instruction producing a value of `type` (or none when `type` is null) and returns its id.
+  ValueId append(Instr instr, const ValueType* type);
+};
+
+/// Text form of a function, one instruction per line (stable: goldens compare it).
+std::string print(const Function& fn);
+/// Text form of one instruction, as in print().
+std::string print(const Function& fn, const Instr& instr);
+
+/// Checks SSA form and typing rules; throws std::logic_error naming the function and instruction.
+void verify(const Function& fn);
+
+}  // namespace tilefuse::ir

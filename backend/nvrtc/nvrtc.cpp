@@ -1,0 +1,112 @@
+#include "backend/nvrtc/nvrtc.hpp"
+
+#include <nvrtc.h>
+
+#include <cstdio>
+#include <regex>
+#include <sstream>
+
+namespace tilefuse::nvrtc {
+
+namespace {
+
+void check(nvrtcResult r, const char* call, const std::string& kernel) {
+  if (r != NVRTC_SUCCESS)
+    throw std::runtime_error("tilefuse nvrtc: " + std::string(call) + " failed for kernel '" + kernel +
+                             "': " + nvrtcGetErrorString(r));
+}
+
+struct ProgramHandle {
+  nvrtcProgram p = nullptr;
+  ~ProgramHandle() {
+    if (p) nvrtcDestroyProgram(&p);
+  }
+};
+
+// Compiles and returns the program handle with its log; throws CompileError on failure.
+std::string build(ProgramHandle& prog, const std::string& source, const std::string& kernel,
+                  const std::vector<std::string>& options) {
+  check(nvrtcCreateProgram(&prog.p, source.c_str(), (kernel + ".cu").c_str(), 0, nullptr, nullptr),
+        "nvrtcCreateProgram", kernel);
+  std::vector<const char*> argv;
+  for (const auto& o : options) argv.push_back(o.c_str());
+  const nvrtcResult r = nvrtcCompileProgram(prog.p, static_cast<int>(argv.size()), argv.data());
+  std::size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog.p, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size) nvrtcGetProgramLog(prog.p, log.data());
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  if (r != NVRTC_SUCCESS) throw CompileError(kernel, log, source);
+  return log;
+}
+
+}  // namespace
+
+CompileError::CompileError(const std::string& kernel, const std::string& log, const std::string& source)
+    : std::runtime_error("tilefuse nvrtc: kernel '" + kernel + "' failed to compile:\n" + log +
+                         "\n--- generated source ---\n" + numbered(source)),
+      log_(log) {}
+
+std::vector<std::string> options_for(const std::string& arch) {
+  // -arch=sm_XX makes NVRTC emit a CUBIN for that GPU (no JIT at load); -v asks ptxas for the
+  // register/spill report; --std=c++17 keeps the generated code free of newer language needs.
+  return {"--gpu-architecture=" + arch, "--std=c++17", "--ptxas-options=-v", "-default-device"};
+}
+
+Compiled compile(const std::string& source, const std::string& kernel, const std::vector<std::string>& options) {
+  ProgramHandle prog;
+  Compiled out;
+  out.options = options;
+  out.log = build(prog, source, kernel, options);
+  std::size_t size = 0;
+  check(nvrtcGetCUBINSize(prog.p, &size), "nvrtcGetCUBINSize", kernel);
+  out.cubin.resize(size);
+  check(nvrtcGetCUBIN(prog.p, out.cubin.data()), "nvrtcGetCUBIN", kernel);
+  parse_resource_report(out.log, out);
+  return out;
+}
+
+std::string ptx(const std::string& source, const std::string& kernel, const std::string& arch) {
+  std::string virt = arch;
+  if (virt.rfind("sm_", 0) == 0) virt = "compute_" + virt.substr(3);
+  ProgramHandle prog;
+  build(prog, source, kernel, {"--gpu-architecture=" + virt, "--std=c++17", "-default-device"});
+  std::size_t size = 0;
+  check(nvrtcGetPTXSize(prog.p, &size), "nvrtcGetPTXSize", kernel);
+  std::string text(size, '\0');
+  check(nvrtcGetPTX(prog.p, text.data()), "nvrtcGetPTX", kernel);
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  return text;
+}
+
+std::string version() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::string numbered(const std::string& source) {
+  std::istringstream in(source);
+  std::ostringstream out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    char prefix[16];
+    std::snprintf(prefix, sizeof prefix, "%4d | ", n);
+    out << prefix << line << "\n";
+  }
+  return out.str();
+}
+
+void parse_resource_report(const std::string& log, Compiled& out) {
+  std::smatch m;
+  static const std::regex regs(R"(Used (\d+) registers)");
+  static const std::regex spills(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  if (std::regex_search(log, m, regs)) out.registers = std::stoi(m[1]);
+  if (std::regex_search(log, m, spills)) {
+    out.stack_bytes = std::stoi(m[1]);
+    out.spill_stores = std::stoi(m[2]);
+    out.spill_loads = std::stoi(m[3]);
+  }
+}
+
+}  // namespace tilefuse::nvrtc

@@ -1,0 +1,86 @@
+#include <algorithm>
+#include <numeric>
+
+#include "backend/passes/passes.hpp"
+
+namespace tilefuse::passes {
+
+namespace {
+
+constexpr std::int64_t kUnknownLarge = std::int64_t{1} << 30;  // divisibility of 0 (every power of two)
+
+std::int64_t pow2_divisor(std::int64_t v) {
+  if (v == 0) return kUnknownLarge;
+  std::int64_t d = 1;
+  while ((v % (d * 2)) == 0 && d < kUnknownLarge) d *= 2;
+  return d;
+}
+
+}  // namespace
+
+std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vector<int>& param_divisibility) {
+  std::vector<AxisInfo> info(fn.values.size());
+  for (const ir::Instr& in : fn.body) {
+    if (in.result < 0) continue;
+    const ir::ValueType& t = fn.values[in.result];
+    AxisInfo& r = info[in.result];
+    auto arg = [&](std::size_t i) { return info[in.args[i]]; };
+    r.uniform = t.rank == 0;
+    switch (in.op) {
+      case ir::Op::param:
+        r.divisibility = in.index < static_cast<std::int64_t>(param_divisibility.size()) ? param_divisibility[in.index] : 1;
+        break;
+      case ir::Op::arange:
+        r.contiguity = t.dims[0];
+        r.divisibility = kUnknownLarge;  // runs start at 0
+        break;
+      case ir::Op::constant:
+        r.divisibility = ir::is_int(t.dtype) ? pow2_divisor(static_cast<std::int64_t>(in.number)) : 1;
+        break;
+      case ir::Op::splat:
+        r.contiguity = 1;
+        r.uniform = true;
+        r.divisibility = arg(0).divisibility;
+        break;
+      case ir::Op::cast:
+        if (ir::is_int(t.dtype) && ir::is_int(fn.values[in.args[0]].dtype)) r = arg(0);
+        else r.uniform = arg(0).uniform;
+        break;
+      case ir::Op::add:
+      case ir::Op::sub: {
+        // Adding a value that is constant along the runs keeps the runs; alignment is the common power of two.
+        const bool a_uniform = arg(0).uniform, b_uniform = arg(1).uniform;
+        const auto a = arg(0), b = arg(1);
+        if (in.op == ir::Op::sub && !b_uniform) r.contiguity = 1;
+        else if (b_uniform) r.contiguity = a.contiguity;
+        else if (a_uniform) r.contiguity = b.contiguity;
+        else r.contiguity = 1;
+        r.divisibility = std::min(a.divisibility, b.divisibility);
+        r.uniform = a_uniform && b_uniform;
+        break;
+      }
+      case ir::Op::mul: {
+        const auto a = arg(0), b = arg(1);
+        r.contiguity = 1;
+        r.uniform = a.uniform && b.uniform;
+        r.divisibility = std::min(kUnknownLarge, a.divisibility * b.divisibility);
+        // Runs survive a multiplication by exactly 1 only, which simplify already removed.
+        break;
+      }
+      case ir::Op::ptr_add: {
+        // Byte address of each run: base alignment and offset divisibility times the element size.
+        const std::int64_t elem = ir::dtype_bytes(t.dtype);
+        const auto p = arg(0), o = arg(1);
+        r.contiguity = o.contiguity;
+        r.uniform = p.uniform && o.uniform;
+        r.divisibility = std::min(p.divisibility, std::min(kUnknownLarge, o.divisibility * elem));
+        break;
+      }
+      default:
+        break;  // anything else: no runs, no known alignment
+    }
+  }
+  return info;
+}
+
+}  // namespace tilefuse::passes

@@ -1,0 +1,32 @@
+#include <algorithm>
+
+#include "backend/passes/passes.hpp"
+
+namespace tilefuse::passes {
+
+std::map<std::int64_t, TileLayout> choose_layouts(const ir::Function& fn, int threads) {
+  // Widest useful run per tile size: 16 bytes of the narrowest element that a load or store of that size
+  // touches (8 halves, 4 floats), so every access can be one 16-byte transaction per thread.
+  std::map<std::int64_t, int> widest;
+  for (const ir::ValueType& t : fn.values)
+    if (t.rank == 1) widest.emplace(t.dims[0], 1);
+  for (const ir::Instr& in : fn.body) {
+    if (in.op != ir::Op::load && in.op != ir::Op::store) continue;
+    const ir::ValueType& p = fn.values[in.args[0]];
+    if (p.rank != 1) continue;
+    int& w = widest[p.dims[0]];
+    w = std::max(w, 16 / ir::dtype_bytes(p.dtype));
+  }
+  std::map<std::int64_t, TileLayout> out;
+  for (const auto& [n, w] : widest) {
+    TileLayout l;
+    l.n = static_cast<int>(n);
+    l.threads = threads;
+    l.per_thread = std::max(1, l.n / threads);
+    l.vector = std::min(l.per_thread, w);
+    out.emplace(n, l);
+  }
+  return out;
+}
+
+}  // namespace tilefuse::passes

@@ -1,0 +1,19 @@
+#include "backend/passes/passes.hpp"
+
+namespace tilefuse::passes {
+
+ir::Function optimize(const ir::Function& fn, const DumpHook& dump) {
+  ir::verify(fn);
+  if (dump) dump("trace", fn);
+  ir::Function f = fn;
+  const std::pair<const char*, ir::Function (*)(const ir::Function&)> pipeline[] = {
+      {"simplify", simplify}, {"cse", cse}, {"dce", dce}};
+  for (const auto& [name, pass] : pipeline) {
+    f = pass(f);
+    if (dump) dump(name, f);
+  }
+  ir::verify(f);
+  return f;
+}
+
+}  // namespace tilefuse::passes

@@ -1,0 +1,50 @@
+// What a launch passes to a program: grid, backend choice, stream, and one Arg per kernel parameter.
+// Plain data: the DSL's Kernel fills these from typed C++ arguments, the runtime consumes them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/ir/ir.hpp"
+
+namespace tilefuse {
+
+/// Where a launch runs.
+enum class Backend : std::uint8_t {
+  automatic,    ///< the interpreter when TILEFUSE_INTERPRET=1, else the GPU
+  gpu,          ///< NVRTC-compiled kernel through the CUDA driver
+  interpreter,  ///< the CPU interpreter over host memory (device buffers are copied in and out)
+};
+
+/// Number of programs along each axis.
+struct Grid {
+  std::int64_t x = 1, y = 1, z = 1;
+  /// x programs along axis 0 (and y, z along axes 1 and 2); implicit so `{rows}` is a grid.
+  Grid(std::int64_t x_ = 1, std::int64_t y_ = 1, std::int64_t z_ = 1) : x(x_), y(y_), z(z_) {}  // NOLINT
+};
+
+/// How to launch: grid, backend and (for the GPU) the CUstream as an opaque handle (null: the default stream).
+struct LaunchConfig {
+  Grid grid;
+  Backend backend = Backend::automatic;
+  void* stream = nullptr;
+  /// A launch configuration over `grid` with the defaults (implicit, so `{rows}` works).
+  LaunchConfig(Grid g) : grid(g) {}  // NOLINT(google-explicit-constructor)
+  LaunchConfig(Grid g, Backend b, void* s = nullptr) : grid(g), backend(b), stream(s) {}
+};
+
+/// One launch argument, as the runtime sees it.
+struct Arg {
+  /// What the argument holds.
+  enum class Kind : std::uint8_t { device_memory, host_memory, i32, i64, f32 };
+  Kind kind = Kind::i32;
+  ir::DType dtype = ir::DType::i32;  ///< element dtype of memory arguments
+  std::uint64_t device = 0;          ///< device address (device_memory)
+  void* host = nullptr;              ///< host address (host_memory)
+  std::size_t count = 0;             ///< elements reachable from the address (memory arguments)
+  std::int32_t i32 = 0;              ///< value of an i32 scalar
+  std::int64_t i64 = 0;              ///< value of an i64 scalar
+  float f32 = 0;                     ///< value of an f32 scalar
+};
+
+}  // namespace tilefuse

@@ -1,0 +1,85 @@
+// A traced program ready to run: optimizes the IR once, then per launch either runs the interpreter or
+// picks the GPU specialization (argument alignment), compiles it through the cache and launches it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/ir/ir.hpp"
+#include "backend/runtime/args.hpp"
+
+namespace tilefuse {
+
+/// Options fixed for a kernel when it is declared.
+struct KernelOptions {
+  int num_warps = 4;                     ///< threads per program = 32 * num_warps (1 to 32, a power of two)
+  std::vector<std::string> param_names;  ///< names used in IR, generated code and error messages
+};
+
+/// What is known about each argument at compile time: the power of two (1 to 16) that divides an integer
+/// argument, or the byte alignment (1 to 16) of a pointer argument. Keys the GPU specializations.
+struct Specialization {
+  std::vector<int> divisibility;
+  friend bool operator==(const Specialization&, const Specialization&) = default;
+};
+
+/// A compiled GPU specialization, as inspect tools see it.
+struct CompiledInfo {
+  std::string source;      ///< generated CUDA C++
+  std::string options;     ///< NVRTC options, space separated
+  std::string ptxas_log;   ///< NVRTC log including the ptxas -v report
+  int registers = -1;      ///< registers per thread
+  int spill_bytes = 0;     ///< spill stores + spill loads, bytes
+  int stack_bytes = 0;     ///< stack frame, bytes
+};
+
+/// A program traced from the DSL, optimized, and launchable on the GPU or in the interpreter.
+class Program {
+ public:
+  /// Takes the traced IR, verifies and optimizes it (TILEFUSE_DUMP_IR=1 prints it after each pass).
+  Program(ir::Function traced, KernelOptions options);
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  /// Kernel name.
+  const std::string& name() const { return fn_.name; }
+  /// The optimized IR.
+  const ir::Function& ir() const { return fn_; }
+  /// Threads per program.
+  int num_warps() const { return options_.num_warps; }
+
+  /// The generated CUDA source for a specialization (default: every argument 16-divisible/aligned).
+  std::string cuda_source(const Specialization& spec) const;
+  /// The specialization assumed when no arguments are known: the best alignment for every parameter.
+  Specialization default_specialization() const;
+  /// Compiles (or fetches from the cache) a specialization for `arch` (e.g. "sm_90") without a GPU.
+  CompiledInfo compile(const Specialization& spec, const std::string& arch) const;
+
+  /// Runs the program over the launch grid. Throws std::invalid_argument naming the kernel and argument
+  /// for arguments that do not fit, tilefuse::driver errors for GPU failures.
+  void launch(const LaunchConfig& config, std::span<const Arg> args);
+
+  /// The CUDA function handle of the most recent GPU launch (for benchmarks that launch it raw).
+  void* last_function() const;
+
+ private:
+  struct Gpu;
+  void launch_interpreter(const LaunchConfig& config, std::span<const Arg> args);
+  void launch_gpu(const LaunchConfig& config, std::span<const Arg> args);
+  [[noreturn]] void bad_argument(std::size_t index, const std::string& expected, const std::string& got) const;
+  std::string param_label(std::size_t index) const;
+
+  ir::Function fn_;
+  KernelOptions options_;
+  std::unique_ptr<Gpu> gpu_;
+};
+
+/// Whether TILEFUSE_INTERPRET=1 (read once per process).
+bool interpret_by_default();
+
+}  // namespace tilefuse

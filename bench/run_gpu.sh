@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Everything the GPU machine runs in one go: build, all test tiers, the softmax example, the benchmark
+# table, and (when given) the peers script, so that every ratio comes from one run on one machine.
+#   bash bench/run_gpu.sh OUT_DIR [peers.py]
+set -uo pipefail
+out=${1:?usage: run_gpu.sh OUT_DIR [peers.py]}
+peers=${2:-}
+mkdir -p "$out"
+export TILEFUSE_CACHE_DIR=$PWD/build-gpu/kernel-cache
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; date -u; } 2>&1 | tee "$out/device.txt"
+status=0
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/build.log" 2>&1 &&
+  cmake --build build-gpu -j 16 >> "$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
+echo "== build ok"
+ctest --test-dir build-gpu --output-on-failure -j 4 -E "bench_smoke|example_softmax" > "$out/ctest.log" 2>&1 || status=1
+grep -E "tests passed|tests failed|Failed|\*\*\*" "$out/ctest.log" | tail -25
+ctest --test-dir build-gpu --output-on-failure -R "bench_smoke|example_softmax" >> "$out/ctest.log" 2>&1 || status=1
+grep -E "^[0-9]+% tests" "$out/ctest.log"
+./build-gpu/softmax 2>&1 | tee "$out/example_softmax.txt" || status=1
+./build-gpu/softmax --dtype bf16 --rows 16384 2>&1 | tee -a "$out/example_softmax.txt" || status=1
+./build-gpu/tilefuse_bench --table "$out/bench_table.md" --benchmark_out="$out/bench.json" \
+  --benchmark_out_format=json > "$out/bench.log" 2>&1 || status=1
+cat "$out/bench_table.md"
+if [ -n "$peers" ]; then
+  PYTHONUNBUFFERED=1 OUT=$out timeout 300 python3 "$peers" > "$out/peers.txt" 2>&1 || echo "peers failed: see peers.txt"
+  cat "$out/peers.txt" | grep -vi warn | head -60
+fi
+exit $status

@@ -1,0 +1,278 @@
+// Google Benchmark harness: softmax fused vs unfused vs a device copy of the same bytes (CUDA events,
+// warm-up, median of many runs, inputs rotated past the L2), and host costs: cold NVRTC compile, warm
+// disk-cache load, in-memory hit, per-launch host overhead next to a raw cuLaunchKernel.
+//
+//   tilefuse_bench [--smoke] [--table results.md] [google benchmark flags]
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "backend/cache/cache.hpp"
+#include "backend/codegen/cuda.hpp"
+#include "bench/measure.hpp"
+#include "kernels/reference.hpp"
+#include "kernels/softmax.hpp"
+
+using namespace tilefuse;
+
+namespace {
+
+struct Row {
+  std::string kernel, impl, shape, dtype;
+  double us = 0, gbps = 0, x_copy = 0;
+  std::string note;
+};
+std::vector<Row> g_rows;
+bool g_smoke = false;
+bool g_failed = false;   // a wrong result makes the run fail, not just skip a row
+std::string g_gpu_skip;  // why GPU rows are skipped, empty when there is a GPU
+
+// Copy time per byte count, measured once per process and reused by every row of that size.
+std::map<std::size_t, double>& copy_us() {
+  static std::map<std::size_t, double> m;
+  return m;
+}
+
+template <class H>
+void softmax_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols, const char* dtype) {
+  if (!g_gpu_skip.empty()) {
+    state.SkipWithError(("no GPU: " + g_gpu_skip).c_str());
+    return;
+  }
+  const std::size_t n = static_cast<std::size_t>(rows * cols), bytes = n * sizeof(H);
+  const int runs = g_smoke ? 20 : 200;
+  driver::Stream stream;
+  const kernels::RowOptions opt{Backend::gpu, stream.handle()};
+  const int sets = bench::rotation_sets(2 * bytes);
+  const auto host = reference::random_vector<H>(n, 7);
+  std::vector<DeviceBuffer<H>> xs, ys;
+  for (int s = 0; s < sets; ++s) {
+    xs.emplace_back(host);
+    ys.emplace_back(n);
+  }
+  kernels::UnfusedScratch<DeviceBuffer<H>> scratch{DeviceBuffer<H>(rows), DeviceBuffer<H>(n), DeviceBuffer<H>(n),
+                                                   DeviceBuffer<H>(rows)};
+  // Check before timing: a fast wrong kernel is worth nothing.
+  ys[0].fill_bytes(0xff);
+  kernels::softmax(xs[0], ys[0], rows, cols, opt);
+  stream.synchronize();
+  const double err = reference::relative_error<H>(ys[0].download(), reference::softmax<H>(host, rows, cols));
+  if (!(err <= reference::tolerance<H>())) {
+    g_failed = true;
+    state.SkipWithError(("wrong result, rel err " + std::to_string(err)).c_str());
+    return;
+  }
+  if (!copy_us().count(bytes)) {
+    bench::CopyBaseline copy(bytes, sets);
+    copy_us()[bytes] = copy.time(stream.handle(), runs).median_us;
+  }
+  bench::Timing fused, unfused;
+  for (auto _ : state) {
+    fused = bench::time_launches([&](int s) { kernels::softmax(xs[s], ys[s], rows, cols, opt); }, sets, stream.handle(),
+                                 20, runs);
+    unfused = bench::time_launches([&](int s) { kernels::softmax_unfused(xs[s], ys[s], scratch, rows, cols, opt); },
+                                   sets, stream.handle(), 5, std::max(10, runs / 4));
+    state.SetIterationTime(fused.median_us * 1e-6);
+  }
+  const double moved = 2.0 * bytes, c = copy_us()[bytes];
+  state.counters["fused_us"] = fused.median_us;
+  state.counters["unfused_us"] = unfused.median_us;
+  state.counters["copy_us"] = c;
+  state.counters["fused_GBps"] = moved / fused.median_us / 1e3;
+  state.counters["x_copy"] = c / fused.median_us;
+  state.counters["speedup_vs_unfused"] = unfused.median_us / fused.median_us;
+  const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+  g_rows.push_back({"copy", "device copy, same bytes", shape, dtype, c, moved / c / 1e3, 1.0, ""});
+  g_rows.push_back({"softmax", "tilefuse fused", shape, dtype, fused.median_us, moved / fused.median_us / 1e3,
+                    c / fused.median_us, "rel err " + std::to_string(err).substr(0, 8)});
+  char note[64];
+  std::snprintf(note, sizeof note, "fused is %.2fx faster", unfused.median_us / fused.median_us);
+  g_rows.push_back({"softmax", "tilefuse unfused (5 kernels)", shape, dtype, unfused.median_us,
+                    4 * moved / unfused.median_us / 1e3, c / unfused.median_us, note});
+}
+
+// ---- host costs ----
+
+const std::string& sample_source() {
+  static const std::string s = [] {
+    auto& p = kernels::softmax_kernel<tl::f32, 4096>().program();
+    return p.cuda_source(p.default_specialization());
+  }();
+  return s;
+}
+
+std::string sample_symbol() { return codegen::kernel_symbol(kernels::softmax_kernel<tl::f32, 4096>().program().ir()); }
+
+std::string arch() { return g_gpu_skip.empty() ? driver::device().arch() : "sm_90"; }
+
+void host_row(const char* what, double us, const std::string& note) {
+  g_rows.push_back({"host", what, "softmax 4096 f32", "", us, 0, 0, note});
+}
+
+void cold_compile(benchmark::State& state) {
+  cache::KernelCache memory_only(std::nullopt);
+  const auto options = nvrtc::options_for(arch());
+  double total = 0;
+  int n = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto compiled = nvrtc::compile(sample_source(), sample_symbol(), options);
+    total += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    ++n;
+    benchmark::DoNotOptimize(compiled.cubin.data());
+  }
+  host_row("cold NVRTC compile", total / n, "source -> CUBIN, no cache");
+}
+
+void warm_disk_load(benchmark::State& state) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tilefuse-bench-cache-" + std::to_string(::getpid()));
+  cache::KernelCache c(dir);
+  const auto options = nvrtc::options_for(arch());
+  c.get(sample_source(), sample_symbol(), options);  // writes the entry
+  double total = 0;
+  int n = 0;
+  for (auto _ : state) {
+    c.clear_memory();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto k = c.get(sample_source(), sample_symbol(), options);
+    total += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    ++n;
+    benchmark::DoNotOptimize(k.get());
+  }
+  if (c.counters().compiles != 1 || c.counters().disk_hits == 0) {
+    g_failed = true;
+    state.SkipWithError("disk cache missed");
+  }
+  std::filesystem::remove_all(dir);
+  host_row("warm disk-cache load", total / n, "hash + read + checksum");
+}
+
+void memory_hit(benchmark::State& state) {
+  cache::KernelCache c(std::nullopt);
+  const auto options = nvrtc::options_for(arch());
+  c.get(sample_source(), sample_symbol(), options);
+  double total = 0;
+  int n = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto k = c.get(sample_source(), sample_symbol(), options);
+    total += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    ++n;
+    benchmark::DoNotOptimize(k.get());
+  }
+  host_row("in-memory cache hit", total / n, "hash of the source + map lookup");
+}
+
+// Host time per launch, back to back on a 1x128 row, against cuLaunchKernel of the same function.
+void launch_overhead(benchmark::State& state) {
+  if (!g_gpu_skip.empty()) {
+    state.SkipWithError(("no GPU: " + g_gpu_skip).c_str());
+    return;
+  }
+  auto& k = kernels::softmax_kernel<tl::f32, 128>();
+  DeviceBuffer<float> x(128), y(128);
+  x.fill_bytes(0);
+  driver::Stream stream;
+  const LaunchConfig cfg({1}, Backend::gpu, stream.handle());
+  k.launch(cfg, x, y, 128, 128);
+  stream.synchronize();
+  void* fn = k.program().last_function();
+  std::uint64_t px = x.device_ptr(), py = y.device_ptr();
+  std::int32_t stride = 128, n = 128;
+  void* params[] = {&px, &py, &stride, &n};
+  const auto raw = driver::raw_launch();
+  const int calls = 2000;
+  auto per_call = [&](auto&& one) {
+    for (int i = 0; i < 100; ++i) one();
+    stream.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) one();
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
+    stream.synchronize();
+    return us;
+  };
+  double ours = 0, bare = 0;
+  for (auto _ : state) {
+    std::vector<double> a, b;
+    for (int rep = 0; rep < 5; ++rep) {
+      a.push_back(per_call([&] { k.launch(cfg, x, y, 128, 128); }));
+      b.push_back(per_call([&] { raw(fn, 1, 1, 1, 32 * k.program().num_warps(), 1, 1, 0, stream.handle(), params, nullptr); }));
+    }
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    ours = a[2];
+    bare = b[2];
+    state.SetIterationTime(ours * 1e-6);
+  }
+  state.counters["tilefuse_us"] = ours;
+  state.counters["raw_cuLaunchKernel_us"] = bare;
+  host_row("launch, tilefuse Kernel::launch", ours, "back to back, 1x128");
+  char note[64];
+  std::snprintf(note, sizeof note, "tilefuse adds %.2f us", ours - bare);
+  host_row("launch, raw cuLaunchKernel", bare, note);
+}
+
+void write_table(const std::string& path) {
+  std::ostringstream os;
+  std::string device = g_gpu_skip.empty() ? driver::device().name + " (" + driver::device().arch() + ", " +
+                                                std::to_string(driver::device().sm_count) + " SMs)"
+                                          : "no GPU (" + g_gpu_skip + ")";
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  os << "Device: " << device << "; date " << date << "; NVRTC " << nvrtc::version()
+     << ". Medians of CUDA-event-timed runs, inputs rotated past the L2; GB/s counts bytes read + written "
+        "(the unfused row counts its own 4x bytes); x copy = device-copy time of the same bytes / this time.\n\n";
+  os << "| kernel | impl | shape | dtype | time (us) | GB/s | x copy | note |\n|---|---|---|---|---:|---:|---:|---|\n";
+  char buf[512];
+  for (const auto& r : g_rows) {
+    std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %.2f | %s | %s | %s |\n", r.kernel.c_str(), r.impl.c_str(),
+                  r.shape.c_str(), r.dtype.c_str(), r.us, r.gbps > 0 ? std::to_string(static_cast<int>(r.gbps)).c_str() : "",
+                  r.x_copy > 0 ? (std::to_string(r.x_copy).substr(0, 4)).c_str() : "", r.note.c_str());
+    os << buf;
+  }
+  std::fputs(os.str().c_str(), stdout);
+  if (!path.empty()) std::ofstream(path) << os.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string table;
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--smoke") g_smoke = true;
+    else if (a == "--table" && i + 1 < argc) table = argv[++i];
+    else rest.push_back(argv[i]);
+  }
+  if (!driver::available(&g_gpu_skip) && g_gpu_skip.empty()) g_gpu_skip = "unknown";
+  int rc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rc, rest.data());
+
+  struct Shape { std::int64_t rows, cols; const char* dtype; };
+  std::vector<Shape> shapes = {{4096, 4096, "f32"}, {8192, 8192, "f32"},   {32768, 1024, "f32"},
+                               {65536, 128, "f32"}, {4096, 3000, "f32"}, {16384, 4096, "bf16"}};
+  if (g_smoke) shapes = {{256, 1000, "f32"}, {128, 4096, "bf16"}};
+  for (const auto& s : shapes) {
+    const std::string name = std::string("softmax/") + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "/" + s.dtype;
+    auto* b = std::string(s.dtype) == "bf16"
+                  ? benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_rows<bfloat16>(st, s.rows, s.cols, s.dtype); })
+                  : benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_rows<float>(st, s.rows, s.cols, s.dtype); });
+    b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+  }
+  benchmark::RegisterBenchmark("host/cold_nvrtc_compile", cold_compile)->Iterations(g_smoke ? 1 : 5)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("host/warm_disk_cache_load", warm_disk_load)->Iterations(g_smoke ? 5 : 50)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("host/memory_cache_hit", memory_hit)->Iterations(1000)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("host/launch_overhead", launch_overhead)->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  write_table(table);
+  if (g_failed) std::fprintf(stderr, "tilefuse_bench: a kernel gave a wrong result or the cache missed (see above)\n");
+  return g_failed ? 1 : 0;
+}

@@ -1,0 +1,9 @@
+// The whole tilefuse DSL: `namespace tl = tilefuse::tl;` then write tile programs with tl::load, tl::max,
+// ... and wrap them in tilefuse::Kernel.
+#pragma once
+
+#include "backend/driver/buffer.hpp"
+#include "backend/ir/float16.hpp"
+#include "dsl/dtype.hpp"
+#include "dsl/kernel.hpp"
+#include "dsl/tile.hpp"

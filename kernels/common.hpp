@@ -1,0 +1,84 @@
+// Helpers the sample kernels share: choosing a compile-time BLOCK for a run-time row width, checking
+// buffer sizes, and the launch options of row-wise kernels.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <vector>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "dsl/tl.hpp"
+
+namespace tilefuse::kernels {
+
+/// Where and how a row-wise sample kernel runs.
+struct RowOptions {
+  Backend backend = Backend::automatic;  ///< GPU, interpreter, or by TILEFUSE_INTERPRET
+  void* stream = nullptr;                ///< CUstream for GPU launches
+};
+
+template <class Buf> struct element_of;
+template <class H> struct element_of<DeviceBuffer<H>> { using type = H; };
+template <class H> struct element_of<std::span<H>> { using type = H; };
+template <class H> struct element_of<std::vector<H>> { using type = H; };
+/// Element type of a buffer argument (DeviceBuffer<H>, std::span<H>, std::vector<H>).
+template <class Buf> using element_of_t = typename element_of<std::remove_cvref_t<Buf>>::type;
+
+/// The smallest power of two >= n (n >= 1).
+constexpr std::int64_t next_pow2(std::int64_t n) {
+  std::int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+/// Warps per program for a row tile of `block` elements: about 8 elements per thread, 1 to 32 warps.
+constexpr int row_warps(std::int64_t block) {
+  std::int64_t w = block / (32 * 8);
+  if (w < 1) w = 1;
+  if (w > 32) w = 32;
+  return static_cast<int>(w);
+}
+
+/// Calls f.template operator()<BLOCK>() with BLOCK = next_pow2(cols), for BLOCK up to MaxBlock.
+template <int MaxBlock, class F>
+decltype(auto) with_block(std::int64_t cols, F&& f) {
+  return [&]<int... Log>(std::integer_sequence<int, Log...>) -> decltype(auto) {
+    const std::int64_t block = next_pow2(cols);
+    using R = decltype(f.template operator()<1>());
+    if constexpr (std::is_void_v<R>) {
+      (void)((block == (1 << Log) ? (f.template operator()<(1 << Log)>(), true) : false) || ...);
+    } else {
+      R result{};
+      (void)((block == (1 << Log) ? (result = f.template operator()<(1 << Log)>(), true) : false) || ...);
+      return result;
+    }
+  }(std::make_integer_sequence<int, std::countr_zero(static_cast<unsigned>(MaxBlock)) + 1>{});
+}
+
+/// Throws unless a matrix buffer holds rows x cols elements: names the kernel and the argument.
+template <class Buf>
+void check_matrix(const char* kernel, const char* arg, const Buf& buf, std::int64_t rows, std::int64_t cols) {
+  if (rows < 1 || cols < 1)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": expected rows >= 1 and cols >= 1, got rows = " +
+                                std::to_string(rows) + ", cols = " + std::to_string(cols));
+  if (static_cast<std::int64_t>(buf.size()) < rows * cols)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": argument " + arg + " holds " +
+                                std::to_string(buf.size()) + " elements, expected at least rows x cols = " +
+                                std::to_string(rows * cols));
+  if (rows * cols > 2147483647)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": rows x cols = " + std::to_string(rows * cols) +
+                                " exceeds the 2^31-1 elements that i32 offsets address");
+}
+
+/// Throws unless a per-row or per-column vector holds n elements.
+template <class Buf>
+void check_vector(const char* kernel, const char* arg, const Buf& buf, std::int64_t n) {
+  if (static_cast<std::int64_t>(buf.size()) < n)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": argument " + arg + " holds " +
+                                std::to_string(buf.size()) + " elements, expected at least " + std::to_string(n));
+}
+
+}  // namespace tilefuse::kernels

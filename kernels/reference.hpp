@@ -1,0 +1,78 @@
+// float64 references for the sample kernels and the checks tests, examples and benches share:
+// random inputs, relative error, every-element-written checks.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "backend/ir/float16.hpp"
+
+namespace tilefuse::reference {
+
+/// x as a float (exact for half and bfloat16).
+template <class H> float to_float(H x) { return static_cast<float>(x); }
+/// f rounded to the host element type H.
+template <class H> H from_float(float f) { return H(f); }
+template <> inline float from_float<float>(float f) { return f; }
+
+/// `n` normally distributed values (mean `mean`, standard deviation `stddev`) rounded to H.
+template <class H>
+std::vector<H> random_vector(std::size_t n, std::uint64_t seed, float mean = 0.f, float stddev = 1.f) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> dist(mean, stddev);
+  std::vector<H> v(n);
+  for (auto& x : v) x = from_float<H>(dist(gen));
+  return v;
+}
+
+/// Row softmax in float64 of rows x cols values.
+template <class H>
+std::vector<double> softmax(std::span<const H> x, std::int64_t rows, std::int64_t cols) {
+  std::vector<double> y(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (std::int64_t c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(to_float(x[r * cols + c])));
+    double s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) s += std::exp(static_cast<double>(to_float(x[r * cols + c])) - m);
+    for (std::int64_t c = 0; c < cols; ++c) y[r * cols + c] = std::exp(static_cast<double>(to_float(x[r * cols + c])) - m) / s;
+  }
+  return y;
+}
+
+/// ||y - ref|| / ||ref||; infinity when y holds a NaN or infinity (an unwritten or poisoned element).
+template <class H>
+double relative_error(std::span<const H> y, std::span<const double> ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double v = to_float(y[i]);
+    if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
+    num += (v - ref[i]) * (v - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+/// Largest |y - ref| / (atol + rtol |ref|) over all elements: <= 1 means every element is within tolerance.
+template <class H>
+double worst_element(std::span<const H> y, std::span<const double> ref, double atol, double rtol) {
+  double worst = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double v = to_float(y[i]);
+    if (!std::isfinite(v)) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, std::abs(v - ref[i]) / (atol + rtol * std::abs(ref[i])));
+  }
+  return worst;
+}
+
+/// Relative error a result in element type H may have against float64 for a well-conditioned kernel.
+template <class H> constexpr double tolerance() {
+  if constexpr (std::is_same_v<H, float>) return 1e-5;
+  else if constexpr (std::is_same_v<H, half>) return 2e-3;
+  else return 1.6e-2;
+}
+
+}  // namespace tilefuse::reference

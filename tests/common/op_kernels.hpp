@@ -1,0 +1,132 @@
+// Test kernels that exercise every DSL op, with float64 references, shared by the interpreter tests
+// (no device) and the GPU tests (GPU vs interpreter vs float64).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dsl/tl.hpp"
+
+namespace tilefuse::testkit {
+
+namespace tl = tilefuse::tl;
+
+/// One float op: its name and its float64 meaning (x an input element, a = |x| + 0.5).
+struct FloatOp {
+  const char* name;
+  std::function<double(double x)> ref;
+};
+
+/// The float ops float_ops_program writes, in order: out[k * n + i] = op_k(x[i]).
+inline const std::vector<FloatOp>& float_ops() {
+  static const std::vector<FloatOp> ops = {
+      {"exp", [](double x) { return std::exp(x); }},
+      {"exp2", [](double x) { return std::exp2(x); }},
+      {"log(a)", [](double x) { return std::log(std::abs(x) + 0.5); }},
+      {"sqrt(a)", [](double x) { return std::sqrt(std::abs(x) + 0.5); }},
+      {"rsqrt(a)", [](double x) { return 1.0 / std::sqrt(std::abs(x) + 0.5); }},
+      {"abs", [](double x) { return std::abs(x); }},
+      {"neg", [](double x) { return -x; }},
+      {"x*x", [](double x) { return x * x; }},
+      {"x+x", [](double x) { return x + x; }},
+      {"x-1", [](double x) { return x - 1; }},
+      {"x/a", [](double x) { return x / (std::abs(x) + 0.5); }},
+      {"minimum(x,0.25)", [](double x) { return std::min(x, 0.25); }},
+      {"maximum(x,0.25)", [](double x) { return std::max(x, 0.25); }},
+      {"where(x>0,x,0)", [](double x) { return x > 0 ? x : 0.0; }},
+      {"where(x<=-1|x>=1,2,x)", [](double x) { return (x <= -1 || x >= 1) ? 2.0 : x; }},
+      {"cast(i32(x*10))", [](double x) { return std::trunc(x * 10); }},
+      {"x==x&!(x!=x)", [](double) { return 1.0; }},
+      {"1-x", [](double x) { return 1 - x; }},
+  };
+  return ops;
+}
+
+/// Applies every float op to x[0..n) (n <= BLOCK) and writes the results one row of n per op.
+template <class T, int BLOCK>
+void float_ops_program(tl::Ptr<T> x, tl::Ptr<T> out, tl::Scalar<tl::i32> n) {
+  auto i = tl::arange<BLOCK>();
+  auto mask = i < n;
+  auto v = tl::load(x + i, mask, 1.0);
+  auto a = tl::abs(v) + 0.5;
+  int k = 0;
+  auto put = [&](auto value) { tl::store(out + (k++) * n + i, value, mask); };
+  put(tl::exp(v));
+  put(tl::exp2(v));
+  put(tl::log(a));
+  put(tl::sqrt(a));
+  put(tl::rsqrt(a));
+  put(tl::abs(v));
+  put(-v);
+  put(v * v);
+  put(v + v);
+  put(v - 1);
+  put(v / a);
+  put(tl::minimum(v, 0.25));
+  put(tl::maximum(v, 0.25));
+  put(tl::where(v > 0, v, 0.0));
+  put(tl::where((v <= -1.0) | (v >= 1.0), 2.0, v));
+  put(tl::cast<T>(tl::cast<tl::i32>(v * 10.0)));
+  put(tl::cast<T>(tl::cast<tl::i32>((v == v) & !(v != v))));
+  put(1.0 - v);
+}
+
+/// The integer ops int_ops_program writes, with their int64 meanings (results wrap to 32 bits).
+struct IntOp {
+  const char* name;
+  std::function<std::int64_t(std::int64_t a, std::int64_t b)> ref;
+};
+
+/// The integer ops, in the order int_ops_program writes them.
+inline const std::vector<IntOp>& int_ops() {
+  static const std::vector<IntOp> ops = {
+      {"a+b", [](std::int64_t a, std::int64_t b) { return a + b; }},
+      {"a-b", [](std::int64_t a, std::int64_t b) { return a - b; }},
+      {"a*b", [](std::int64_t a, std::int64_t b) { return a * b; }},
+      {"a/b", [](std::int64_t a, std::int64_t b) { return a / b; }},
+      {"a%b", [](std::int64_t a, std::int64_t b) { return a % b; }},
+      {"minimum", [](std::int64_t a, std::int64_t b) { return std::min(a, b); }},
+      {"maximum", [](std::int64_t a, std::int64_t b) { return std::max(a, b); }},
+      {"abs(a)", [](std::int64_t a, std::int64_t) { return a < 0 ? -a : a; }},
+      {"-a", [](std::int64_t a, std::int64_t) { return -a; }},
+      {"a<b", [](std::int64_t a, std::int64_t b) { return std::int64_t{a < b}; }},
+      {"sum(a) (row)", [](std::int64_t, std::int64_t) { return 0; }},  // checked separately
+      {"max(a) (row)", [](std::int64_t, std::int64_t) { return 0; }},
+      {"min(b) (row)", [](std::int64_t, std::int64_t) { return 0; }},
+      {"program_id + num_programs", [](std::int64_t, std::int64_t) { return 0; }},
+  };
+  return ops;
+}
+
+/// Integer ops on a[i], b[i] (b never 0), one row of n per op (rows 10.. hold broadcast scalars);
+/// wide[i] = i64(a[i]) * b[i].
+template <int BLOCK>
+void int_ops_program(tl::Ptr<tl::i32> a, tl::Ptr<tl::i32> b, tl::Ptr<tl::i32> out, tl::Ptr<tl::i64> wide,
+                     tl::Scalar<tl::i32> n) {
+  auto i = tl::arange<BLOCK>();
+  auto mask = i < n;
+  auto x = tl::load(a + i, mask);
+  auto y = tl::load(b + i, mask, 1);
+  int k = 0;
+  auto put = [&](auto value) { tl::store(out + (k++) * n + i, value, mask); };
+  put(x + y);
+  put(x - y);
+  put(x * y);
+  put(x / y);
+  put(x % y);
+  put(tl::minimum(x, y));
+  put(tl::maximum(x, y));
+  put(tl::abs(x));
+  put(-x);
+  put(tl::cast<tl::i32>(x < y));
+  tl::store(wide + i, tl::cast<tl::i64>(x) * tl::cast<tl::i64>(y), mask);
+  put(tl::sum(tl::where(mask, x, 0)));
+  put(tl::max(tl::where(mask, x, -2147483647 - 1)));
+  put(tl::min(tl::where(mask, y, 2147483647)));
+  put(tl::program_id(0) + tl::num_programs(0));
+}
+
+}  // namespace tilefuse::testkit

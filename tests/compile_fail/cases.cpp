@@ -1,0 +1,60 @@
+// Each CASE_* is a user mistake that must not compile; the test checks the static_assert sentence.
+// With no CASE_* defined the file compiles: that is the control.
+#include <vector>
+
+#include "dsl/tl.hpp"
+
+namespace tl = tilefuse::tl;
+
+void program(tl::Ptr<tl::f32> x, tl::Ptr<tl::i32> idx, tl::Scalar<tl::i32> n) {
+  auto cols = tl::arange<128>();
+  auto v = tl::load(x + cols, cols < n, 0.0f);
+#ifdef CASE_SHAPE_MISMATCH
+  auto other = tl::arange<256>();
+  auto bad = cols + other;
+#endif
+#ifdef CASE_STORE_WRONG_DTYPE
+  tl::store(idx + cols, v);
+#endif
+#ifdef CASE_ARANGE_NOT_POW2
+  auto bad = tl::arange<100>();
+#endif
+#ifdef CASE_REDUCE_SCALAR
+  auto bad = tl::sum(tl::sum(v));
+#endif
+#ifdef CASE_MIXED_FLOAT_DTYPES
+  auto bad = v + tl::cast<tl::f16>(v);
+#endif
+#ifdef CASE_EXP_OF_INT
+  auto bad = tl::exp(cols);
+#endif
+#ifdef CASE_FLOAT_LITERAL_INT_TILE
+  auto bad = cols * 0.5;
+#endif
+#ifdef CASE_WHERE_NOT_MASK
+  auto bad = tl::where(v, v, 0.0f);
+#endif
+#ifdef CASE_POINTER_TIMES
+  auto bad = (x + cols) * 2;
+#endif
+  tl::store(x + cols, v * 2.0f, cols < n);
+  tl::store(idx + cols, cols, cols < n);
+}
+
+#ifdef CASE_BAD_PARAM_TYPE
+void bad_params(tl::Ptr<tl::f32> x, tl::Scalar<tl::f16> s) { tl::store(x, tl::cast<tl::f32>(s)); }
+tilefuse::Kernel<&bad_params> bad_kernel("bad");
+#endif
+
+void launch() {
+  tilefuse::Kernel<&program> k("program");
+  std::vector<float> x(128);
+  std::vector<int> idx(128);
+#ifdef CASE_LAUNCH_WRONG_TYPE
+  k.launch({1}, idx, idx, 128);
+#elif defined(CASE_LAUNCH_WRONG_COUNT)
+  k.launch({1}, x, idx);
+#else
+  k.launch({1}, x, idx, 128);
+#endif
+}

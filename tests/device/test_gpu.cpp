@@ -1,0 +1,156 @@
+// Device tier: every kernel on the GPU against the interpreter and float64, on fresh random inputs with
+// poisoned outputs, every element checked. Skips cleanly (GTEST_SKIP) when there is no GPU.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kernels/reference.hpp"
+#include "kernels/softmax.hpp"
+#include "tests/common/op_kernels.hpp"
+
+namespace {
+
+using namespace tilefuse;
+
+class Gpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!driver::available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  }
+  // A fresh seed per check; printed with any failure so it can be replayed.
+  static std::uint64_t fresh_seed() { return (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}(); }
+};
+
+template <class H>
+void check_softmax(std::int64_t rows, std::int64_t cols) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("softmax " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto host_x = reference::random_vector<H>(n, seed, 0.f, 3.f);
+  DeviceBuffer<H> x(host_x), y(n), y2(n);
+  kernels::UnfusedScratch<DeviceBuffer<H>> scratch{DeviceBuffer<H>(rows), DeviceBuffer<H>(n), DeviceBuffer<H>(n),
+                                                   DeviceBuffer<H>(rows)};
+  y.fill_bytes(0xff);  // NaN in every float type: an unwritten element fails the check
+  y2.fill_bytes(0xff);
+  kernels::softmax(x, y, rows, cols, {Backend::gpu});
+  kernels::softmax_unfused(x, y2, scratch, rows, cols, {Backend::gpu});
+  driver::synchronize();
+  const auto gpu = y.download();
+  const auto gpu_unfused = y2.download();
+  std::vector<H> interp(n, reference::from_float<H>(std::nanf("")));
+  kernels::softmax(host_x, interp, rows, cols, {Backend::interpreter});
+  const auto ref = reference::softmax<H>(host_x, rows, cols);
+  const double tol = reference::tolerance<H>();
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
+  EXPECT_LE(reference::relative_error<H>(gpu_unfused, ref), 4 * tol);  // rounds to H between its five steps
+  EXPECT_LE(reference::relative_error<H>(interp, ref), tol);
+  // Every element: against float64, and GPU against the interpreter (same rounding steps, other order).
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 1e-7, 4 * tol), 1.0);
+  std::vector<double> interp_d(n);
+  for (std::size_t i = 0; i < n; ++i) interp_d[i] = reference::to_float(interp[i]);
+  EXPECT_LE(reference::worst_element<H>(gpu, interp_d, 1e-7, 2 * tol), 1.0);
+}
+
+TEST_F(Gpu, SoftmaxF32AllWidths) {
+  for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384}) check_softmax<float>(67, cols);
+}
+
+TEST_F(Gpu, SoftmaxF16AllWidths) {
+  for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384}) check_softmax<half>(37, cols);
+}
+
+TEST_F(Gpu, SoftmaxBf16AllWidths) {
+  for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384}) check_softmax<bfloat16>(37, cols);
+}
+
+TEST_F(Gpu, SoftmaxManyRows) { check_softmax<float>(65536, 128); }
+
+TEST_F(Gpu, SoftmaxInPlace) {
+  const std::int64_t rows = 33, cols = 777;
+  auto host = reference::random_vector<float>(rows * cols, fresh_seed());
+  DeviceBuffer<float> x(host);
+  kernels::softmax(x, x, rows, cols, {Backend::gpu});
+  const auto ref = reference::softmax<float>(host, rows, cols);
+  EXPECT_LE(reference::relative_error<float>(x.download(), ref), 1e-5);
+}
+
+template <class H, int BLOCK>
+void check_float_ops(int n) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("float ops n=" + std::to_string(n) + " seed " + std::to_string(seed));
+  const auto& ops = testkit::float_ops();
+  auto host_x = reference::random_vector<H>(n, seed, 0.f, 2.f);
+  DeviceBuffer<H> x(host_x), out(ops.size() * n);
+  out.fill_bytes(0xff);
+  Kernel<&testkit::float_ops_program<tl::dtype_of_host_t<H>, BLOCK>> k("float_ops", {.num_warps = 2});
+  k.launch({{1}, Backend::gpu}, x, out, n);
+  const auto gpu = out.download();
+  std::vector<H> interp(ops.size() * n, reference::from_float<H>(std::nanf("")));
+  k.launch({{1}, Backend::interpreter}, host_x, interp, n);
+  const double tol = reference::tolerance<H>();
+  for (std::size_t k2 = 0; k2 < ops.size(); ++k2) {
+    for (int i = 0; i < n; ++i) {
+      const double xi = reference::to_float(host_x[i]);
+      const double want = ops[k2].ref(xi);
+      const double g = reference::to_float(gpu[k2 * n + i]);
+      const double c = reference::to_float(interp[k2 * n + i]);
+      // cast(i32(x*10)) may land on the other side of an integer when x*10 rounds: allow one step there.
+      const double slack = std::string(ops[k2].name).rfind("cast", 0) == 0 ? 1.0 : 0.0;
+      ASSERT_NEAR(g, want, slack + 4 * tol * (1 + std::abs(want))) << ops[k2].name << " x=" << xi;
+      ASSERT_NEAR(g, c, slack + 2 * tol * (1 + std::abs(want))) << ops[k2].name << " x=" << xi << " (GPU vs interpreter)";
+    }
+  }
+}
+
+TEST_F(Gpu, FloatOpsMatchInterpreterAndFloat64) {
+  check_float_ops<float, 256>(250);
+  check_float_ops<half, 256>(256);
+  check_float_ops<bfloat16, 128>(77);
+}
+
+TEST_F(Gpu, IntOpsMatchInterpreterExactly) {
+  const int n = 200;
+  std::mt19937 gen(std::random_device{}());
+  std::uniform_int_distribution<int> dist(-30000, 30000);
+  std::vector<std::int32_t> a(n), b(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = dist(gen);
+    do b[i] = dist(gen); while (b[i] == 0);
+  }
+  const std::size_t rows = testkit::int_ops().size();
+  DeviceBuffer<std::int32_t> da{std::span<const std::int32_t>(a)}, db{std::span<const std::int32_t>(b)}, out(rows * n);
+  DeviceBuffer<std::int64_t> wide(n);
+  out.fill_bytes(0xab);
+  wide.fill_bytes(0xab);
+  Kernel<&testkit::int_ops_program<256>> k("int_ops", {.num_warps = 4});
+  k.launch({{3}, Backend::gpu}, da, db, out, wide, n);
+  std::vector<std::int32_t> interp(rows * n, -7);
+  std::vector<std::int64_t> interp_wide(n, -7);
+  k.launch({{3}, Backend::interpreter}, a, b, interp, interp_wide, n);
+  EXPECT_EQ(out.download(), interp);
+  EXPECT_EQ(wide.download(), interp_wide);
+  for (int i = 0; i < n; ++i) EXPECT_EQ(interp_wide[i], std::int64_t{a[i]} * b[i]);
+}
+
+TEST_F(Gpu, HostMemoryOnGpuIsAClearError) {
+  std::vector<float> x(16), y(16);
+  try {
+    kernels::softmax(x, y, 1, 16, {Backend::gpu});
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("argument 0 (in)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Gpu, InterpreterRunsOnDeviceBuffers) {
+  const std::int64_t rows = 5, cols = 300;
+  auto host = reference::random_vector<float>(rows * cols, fresh_seed());
+  DeviceBuffer<float> x(host), y(rows * cols);
+  y.fill_bytes(0xff);
+  kernels::softmax(x, y, rows, cols, {Backend::interpreter});
+  EXPECT_LE(reference::relative_error<float>(y.download(), reference::softmax<float>(host, rows, cols)), 1e-5);
+}
+
+}  // namespace

@@ -1,0 +1,165 @@
+// tilefuse kernel 'softmax_128': 1 warps (32 threads) per program, one program per thread block.
+// layout of 128-element tiles: 4 per thread in runs of 4
+// ---- tilefuse device helpers ----
+typedef unsigned short tf_u16;
+__device__ __forceinline__ float tf_f16_to_f32(tf_u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ tf_u16 tf_f32_to_f16(float f) { tf_u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float tf_bf16_to_f32(tf_u16 h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ tf_u16 tf_f32_to_bf16(float f) { tf_u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float tf_round_f16(float f) { return tf_f16_to_f32(tf_f32_to_f16(f)); }
+__device__ __forceinline__ float tf_round_bf16(float f) { return tf_bf16_to_f32(tf_f32_to_bf16(f)); }
+__device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
+__device__ __forceinline__ long long tf_f2ll(float f) { return __float2ll_rz(f); }
+// W elements of S moved as one access of W * sizeof(S) bytes (16 bytes: one 128-bit transaction).
+template <int Bytes> struct tf_word;
+template <> struct tf_word<2> { typedef unsigned short type; };
+template <> struct tf_word<4> { typedef unsigned int type; };
+template <> struct tf_word<8> { typedef unsigned long long type; };
+template <class S, int W> union tf_pack {
+  struct alignas(sizeof(S) * W) Raw { typename tf_word<(sizeof(S) * W > 8 ? 8 : sizeof(S) * W)>::type w[(sizeof(S) * W + 7) / 8]; } raw;
+  S s[W];
+};
+template <class S, int W> __device__ __forceinline__ void tf_load_vec(const S* p, S (&out)[W]) {
+  tf_pack<S, W> pk;
+  pk.raw = *reinterpret_cast<const typename tf_pack<S, W>::Raw*>(p);
+#pragma unroll
+  for (int k = 0; k < W; ++k) out[k] = pk.s[k];
+}
+template <class S, int W> __device__ __forceinline__ void tf_store_vec(S* p, const S (&in)[W]) {
+  tf_pack<S, W> pk;
+#pragma unroll
+  for (int k = 0; k < W; ++k) pk.s[k] = in[k];
+  *reinterpret_cast<typename tf_pack<S, W>::Raw*>(p) = pk.raw;
+}
+// ---- end of helpers ----
+
+extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u16* a_in, tf_u16* a_out, int a_stride, int a_n_cols) {
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  // %0 = param 0 "in" : ptr<bf16>
+  const tf_u16* const v0 = a_in;
+  // %1 = param 1 "out" : ptr<bf16>
+  tf_u16* const v1 = a_out;
+  // %2 = param 2 "stride" : i32
+  int const v2 = a_stride;
+  // %3 = param 3 "n_cols" : i32
+  int const v3 = a_n_cols;
+  // %4 = program_id 0 : i32
+  const int v4 = (int)blockIdx.x;
+  // %5 = arange : i32[128]
+  int v5[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v5[e] = tid * 4 + e;
+  // %6 = splat %3 : i32[128]
+  int v6[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v6[e] = v3;
+  // %7 = lt %5, %6 : i1[128]
+  bool v7[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v7[e] = v5[e] < v6[e];
+  // %8 = mul %4, %2 : i32
+  int const v8 = v4 * v2;
+  // %9 = ptr_add %0, %8 : ptr<bf16>
+  const tf_u16* const v9 = v0 + v8;
+  // %10 = splat %9 : ptr<bf16>[128]
+  const tf_u16* v10[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v10[e] = v9;
+  // %11 = ptr_add %10, %5 : ptr<bf16>[128]
+  const tf_u16* v11[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v11[e] = v10[e] + v5[e];
+  // %12 = constant -inf : bf16
+  float const v12 = __int_as_float(0xff800000);
+  // %13 = splat %12 : bf16[128]
+  float v13[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v13[e] = v12;
+  // %14 = load %11, %7, %13 : bf16[128]   [softmax.hpp:22]
+  float v14[4];
+#pragma unroll
+  for (int e0 = 0; e0 < 4; e0 += 2) {
+    if (v7[e0] && v7[e0 + 1]) {
+      tf_u16 raw[2];
+      tf_load_vec<tf_u16, 2>(v11[e0], raw);
+#pragma unroll
+      for (int k = 0; k < 2; ++k) v14[e0 + k] = tf_bf16_to_f32(raw[k]);
+    } else {
+#pragma unroll
+      for (int e = e0; e < e0 + 2; ++e) v14[e] = v7[e] ? tf_bf16_to_f32(*v11[e]) : v13[e];
+    }
+  }
+  // %15 = cast %14 : f32[128]
+  float v15[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v15[e] = v14[e];
+  // %16 = max %15 : f32   [softmax.hpp:23]
+  float v16;
+  {
+    float acc = __int_as_float(0xff800000);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc = fmaxf(acc, v15[e]);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) acc = fmaxf(acc, __shfl_xor_sync(0xffffffffu, acc, offset));
+    v16 = acc;
+  }
+  // %17 = splat %16 : f32[128]
+  float v17[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v17[e] = v16;
+  // %18 = sub %15, %17 : f32[128]
+  float v18[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v18[e] = v15[e] - v17[e];
+  // %19 = exp %18 : f32[128]
+  float v19[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v19[e] = expf(v18[e]);
+  // %20 = sum %19 : f32   [softmax.hpp:25]
+  float v20;
+  {
+    float acc = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc = acc + v19[e];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, offset);
+    v20 = acc;
+  }
+  // %21 = splat %20 : f32[128]
+  float v21[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v21[e] = v20;
+  // %22 = div %19, %21 : f32[128]
+  float v22[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v22[e] = v19[e] / v21[e];
+  // %23 = cast %22 : bf16[128]
+  float v23[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v23[e] = tf_round_bf16(v22[e]);
+  // %24 = ptr_add %1, %8 : ptr<bf16>
+  tf_u16* const v24 = v1 + v8;
+  // %25 = splat %24 : ptr<bf16>[128]
+  tf_u16* v25[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v25[e] = v24;
+  // %26 = ptr_add %25, %5 : ptr<bf16>[128]
+  tf_u16* v26[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v26[e] = v25[e] + v5[e];
+  // store %26, %23, %7   [softmax.hpp:25]
+#pragma unroll
+  for (int e0 = 0; e0 < 4; e0 += 2) {
+    if (v7[e0] && v7[e0 + 1]) {
+      tf_u16 raw[2];
+#pragma unroll
+      for (int k = 0; k < 2; ++k) raw[k] = tf_f32_to_bf16(v23[e0 + k]);
+      tf_store_vec<tf_u16, 2>(v26[e0], raw);
+    } else {
+#pragma unroll
+      for (int e = e0; e < e0 + 2; ++e) if (v7[e]) *v26[e] = tf_f32_to_bf16(v23[e]);
+    }
+  }
+}

@@ -1,0 +1,169 @@
+// tilefuse kernel 'softmax_1024': 4 warps (128 threads) per program, one program per thread block.
+// layout of 1024-element tiles: 8 per thread in runs of 4
+// ---- tilefuse device helpers ----
+typedef unsigned short tf_u16;
+__device__ __forceinline__ float tf_f16_to_f32(tf_u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ tf_u16 tf_f32_to_f16(float f) { tf_u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float tf_bf16_to_f32(tf_u16 h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ tf_u16 tf_f32_to_bf16(float f) { tf_u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float tf_round_f16(float f) { return tf_f16_to_f32(tf_f32_to_f16(f)); }
+__device__ __forceinline__ float tf_round_bf16(float f) { return tf_bf16_to_f32(tf_f32_to_bf16(f)); }
+__device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
+__device__ __forceinline__ long long tf_f2ll(float f) { return __float2ll_rz(f); }
+// W elements of S moved as one access of W * sizeof(S) bytes (16 bytes: one 128-bit transaction).
+template <int Bytes> struct tf_word;
+template <> struct tf_word<2> { typedef unsigned short type; };
+template <> struct tf_word<4> { typedef unsigned int type; };
+template <> struct tf_word<8> { typedef unsigned long long type; };
+template <class S, int W> union tf_pack {
+  struct alignas(sizeof(S) * W) Raw { typename tf_word<(sizeof(S) * W > 8 ? 8 : sizeof(S) * W)>::type w[(sizeof(S) * W + 7) / 8]; } raw;
+  S s[W];
+};
+template <class S, int W> __device__ __forceinline__ void tf_load_vec(const S* p, S (&out)[W]) {
+  tf_pack<S, W> pk;
+  pk.raw = *reinterpret_cast<const typename tf_pack<S, W>::Raw*>(p);
+#pragma unroll
+  for (int k = 0; k < W; ++k) out[k] = pk.s[k];
+}
+template <class S, int W> __device__ __forceinline__ void tf_store_vec(S* p, const S (&in)[W]) {
+  tf_pack<S, W> pk;
+#pragma unroll
+  for (int k = 0; k < W; ++k) pk.s[k] = in[k];
+  *reinterpret_cast<typename tf_pack<S, W>::Raw*>(p) = pk.raw;
+}
+// ---- end of helpers ----
+
+extern "C" __global__ void __launch_bounds__(128) tilefuse_softmax_1024(const float* a_in, float* a_out, int a_stride, int a_n_cols) {
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  // %0 = param 0 "in" : ptr<f32>
+  const float* const v0 = a_in;
+  // %1 = param 1 "out" : ptr<f32>
+  float* const v1 = a_out;
+  // %2 = param 2 "stride" : i32
+  int const v2 = a_stride;
+  // %3 = param 3 "n_cols" : i32
+  int const v3 = a_n_cols;
+  // %4 = program_id 0 : i32
+  const int v4 = (int)blockIdx.x;
+  // %5 = arange : i32[1024]
+  int v5[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v5[e] = (e / 4) * 512 + tid * 4 + e % 4;
+  // %6 = splat %3 : i32[1024]
+  int v6[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v6[e] = v3;
+  // %7 = lt %5, %6 : i1[1024]
+  bool v7[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v7[e] = v5[e] < v6[e];
+  // %8 = mul %4, %2 : i32
+  int const v8 = v4 * v2;
+  // %9 = ptr_add %0, %8 : ptr<f32>
+  const float* const v9 = v0 + v8;
+  // %10 = splat %9 : ptr<f32>[1024]
+  const float* v10[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v10[e] = v9;
+  // %11 = ptr_add %10, %5 : ptr<f32>[1024]
+  const float* v11[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v11[e] = v10[e] + v5[e];
+  // %12 = constant -inf : f32
+  float const v12 = __int_as_float(0xff800000);
+  // %13 = splat %12 : f32[1024]
+  float v13[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v13[e] = v12;
+  // %14 = load %11, %7, %13 : f32[1024]   [softmax.hpp:22]
+  float v14[8];
+#pragma unroll
+  for (int e0 = 0; e0 < 8; e0 += 4) {
+    if (v7[e0] && v7[e0 + 1] && v7[e0 + 2] && v7[e0 + 3]) {
+      float raw[4];
+      tf_load_vec<float, 4>(v11[e0], raw);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v14[e0 + k] = raw[k];
+    } else {
+#pragma unroll
+      for (int e = e0; e < e0 + 4; ++e) v14[e] = v7[e] ? *v11[e] : v13[e];
+    }
+  }
+  // %15 = max %14 : f32   [softmax.hpp:23]
+  float v15;
+  {
+    float acc = __int_as_float(0xff800000);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc = fmaxf(acc, v14[e]);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) acc = fmaxf(acc, __shfl_xor_sync(0xffffffffu, acc, offset));
+    __shared__ float tf_red15[4];
+    if (lane == 0) tf_red15[warp] = acc;
+    __syncthreads();
+    acc = tf_red15[0];
+#pragma unroll
+    for (int w = 1; w < 4; ++w) acc = fmaxf(acc, tf_red15[w]);
+    v15 = acc;
+  }
+  // %16 = splat %15 : f32[1024]
+  float v16[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v16[e] = v15;
+  // %17 = sub %14, %16 : f32[1024]
+  float v17[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v17[e] = v14[e] - v16[e];
+  // %18 = exp %17 : f32[1024]
+  float v18[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v18[e] = expf(v17[e]);
+  // %19 = sum %18 : f32   [softmax.hpp:25]
+  float v19;
+  {
+    float acc = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc = acc + v18[e];
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, offset);
+    __shared__ float tf_red19[4];
+    if (lane == 0) tf_red19[warp] = acc;
+    __syncthreads();
+    acc = tf_red19[0];
+#pragma unroll
+    for (int w = 1; w < 4; ++w) acc = acc + tf_red19[w];
+    v19 = acc;
+  }
+  // %20 = splat %19 : f32[1024]
+  float v20[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v20[e] = v19;
+  // %21 = div %18, %20 : f32[1024]
+  float v21[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v21[e] = v18[e] / v20[e];
+  // %22 = ptr_add %1, %8 : ptr<f32>
+  float* const v22 = v1 + v8;
+  // %23 = splat %22 : ptr<f32>[1024]
+  float* v23[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v23[e] = v22;
+  // %24 = ptr_add %23, %5 : ptr<f32>[1024]
+  float* v24[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v24[e] = v23[e] + v5[e];
+  // store %24, %21, %7   [softmax.hpp:25]
+#pragma unroll
+  for (int e0 = 0; e0 < 8; e0 += 4) {
+    if (v7[e0] && v7[e0 + 1] && v7[e0 + 2] && v7[e0 + 3]) {
+      float raw[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) raw[k] = v21[e0 + k];
+      tf_store_vec<float, 4>(v24[e0], raw);
+    } else {
+#pragma unroll
+      for (int e = e0; e < e0 + 4; ++e) if (v7[e]) *v24[e] = v21[e];
+    }
+  }
+}

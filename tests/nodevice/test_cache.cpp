@@ -1,0 +1,134 @@
+// Kernel cache: hit/miss counters, disk entries survive a cleared memory cache, damaged entries are
+// detected and recompiled, keys separate everything that decides the CUBIN.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "backend/cache/cache.hpp"
+
+using namespace tilefuse;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kSource = "extern \"C\" __global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }\n";
+
+class Cache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tilefuse-cache-test-" + std::to_string(std::random_device{}()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+  std::vector<std::string> options_ = nvrtc::options_for("sm_90");
+};
+
+}  // namespace
+
+TEST_F(Cache, CountsMissesAndHits) {
+  cache::KernelCache c(dir_);
+  auto a = c.get(kSource, "k", options_);
+  EXPECT_EQ(c.counters().compiles, 1u);
+  EXPECT_EQ(c.counters().disk_writes, 1u);
+  auto b = c.get(kSource, "k", options_);
+  EXPECT_EQ(c.counters().memory_hits, 1u);
+  EXPECT_EQ(a.get(), b.get());
+  c.clear_memory();
+  auto d = c.get(kSource, "k", options_);
+  EXPECT_EQ(c.counters().disk_hits, 1u);
+  EXPECT_EQ(c.counters().compiles, 1u);
+  EXPECT_EQ(d->cubin, a->cubin);
+  EXPECT_EQ(d->registers, a->registers);
+  EXPECT_EQ(d->log, a->log);
+}
+
+TEST_F(Cache, SecondCacheOnTheSameDirectoryReadsTheDisk) {
+  { cache::KernelCache(dir_).get(kSource, "k", options_); }
+  cache::KernelCache c(dir_);
+  c.get(kSource, "k", options_);
+  EXPECT_EQ(c.counters().disk_hits, 1u);
+  EXPECT_EQ(c.counters().compiles, 0u);
+}
+
+TEST_F(Cache, TruncatedEntryIsRecompiled) {
+  cache::KernelCache c(dir_);
+  auto a = c.get(kSource, "k", options_);
+  const auto path = c.entry_path(cache::make_key(kSource, options_, nvrtc::version()));
+  ASSERT_TRUE(fs::exists(path));
+  fs::resize_file(path, fs::file_size(path) / 2);
+  c.clear_memory();
+  auto b = c.get(kSource, "k", options_);
+  EXPECT_EQ(c.counters().corrupt, 1u);
+  EXPECT_EQ(c.counters().compiles, 2u);
+  EXPECT_EQ(b->cubin, a->cubin);
+  c.clear_memory();
+  c.get(kSource, "k", options_);  // the rewritten entry is whole again
+  EXPECT_EQ(c.counters().disk_hits, 1u);
+}
+
+TEST_F(Cache, FlippedByteIsDetected) {
+  cache::KernelCache c(dir_);
+  c.get(kSource, "k", options_);
+  const auto path = c.entry_path(cache::make_key(kSource, options_, nvrtc::version()));
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(fs::file_size(path) / 2));
+    char ch = 0;
+    f.read(&ch, 1);
+    ch ^= 0x40;
+    f.seekp(static_cast<std::streamoff>(fs::file_size(path) / 2));
+    f.write(&ch, 1);
+  }
+  c.clear_memory();
+  c.get(kSource, "k", options_);
+  EXPECT_EQ(c.counters().corrupt, 1u);
+  EXPECT_EQ(c.counters().compiles, 2u);
+}
+
+TEST_F(Cache, GarbageFileIsDetected) {
+  cache::KernelCache c(dir_);
+  fs::create_directories(dir_);
+  std::ofstream(c.entry_path(cache::make_key(kSource, options_, nvrtc::version()))) << "not a cache entry";
+  c.get(kSource, "k", options_);
+  EXPECT_EQ(c.counters().corrupt, 1u);
+  EXPECT_EQ(c.counters().compiles, 1u);
+}
+
+TEST_F(Cache, NoDiskCacheWritesNothing) {
+  cache::KernelCache c(std::nullopt);
+  c.get(kSource, "k", options_);
+  c.clear_memory();
+  c.get(kSource, "k", options_);
+  EXPECT_EQ(c.counters().compiles, 2u);
+  EXPECT_EQ(c.counters().disk_writes, 0u);
+  EXPECT_FALSE(fs::exists(dir_));
+}
+
+TEST_F(Cache, KeySeparatesSourceOptionsAndVersion) {
+  const auto k = cache::make_key(kSource, options_, "13.0");
+  EXPECT_EQ(k.size(), 32u);
+  EXPECT_EQ(k, cache::make_key(kSource, options_, "13.0"));
+  EXPECT_NE(k, cache::make_key(std::string(kSource) + " ", options_, "13.0"));
+  EXPECT_NE(k, cache::make_key(kSource, nvrtc::options_for("sm_80"), "13.0"));
+  EXPECT_NE(k, cache::make_key(kSource, options_, "13.1"));
+  // Field boundaries matter: ("ab", "c") and ("a", "bc") differ.
+  EXPECT_NE(cache::make_key("x", {"ab", "c"}, "v"), cache::make_key("x", {"a", "bc"}, "v"));
+}
+
+TEST_F(Cache, ConcurrentGetsCompileOnceAndAgree) {
+  cache::KernelCache c(dir_);
+  std::vector<std::thread> threads;
+  std::vector<std::shared_ptr<const nvrtc::Compiled>> got(4);
+  for (int i = 0; i < 4; ++i) threads.emplace_back([&, i] { got[i] = c.get(kSource, "k", options_); });
+  for (auto& t : threads) t.join();
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(got[i]->cubin, got[0]->cubin);
+  const auto n = c.counters();
+  EXPECT_EQ(n.memory_hits + n.disk_hits + n.compiles, 4u);
+  EXPECT_GE(n.compiles, 1u);
+  // No temporary files are left behind.
+  for (const auto& e : fs::directory_iterator(dir_)) EXPECT_EQ(e.path().extension(), ".tfk") << e.path();
+}

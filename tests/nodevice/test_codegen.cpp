@@ -1,0 +1,93 @@
+// Code generation: goldens of the generated CUDA (TILEFUSE_UPDATE_GOLDENS=1 rewrites them), determinism,
+// and the vector-width decisions that alignment specialization drives.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "backend/codegen/cuda.hpp"
+#include "kernels/softmax.hpp"
+
+using namespace tilefuse;
+
+namespace {
+
+void expect_golden(const std::string& name, const std::string& text) {
+  const std::string path = std::string(TILEFUSE_GOLDEN_DIR) + "/" + name;
+  if (const char* u = std::getenv("TILEFUSE_UPDATE_GOLDENS"); u && std::string(u) == "1") {
+    std::ofstream(path) << text;
+    GTEST_SKIP() << "rewrote " << path;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing golden " << path << " (run with TILEFUSE_UPDATE_GOLDENS=1)";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), text) << "generated text differs from " << path;
+}
+
+std::size_t occurrences(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(Codegen, SoftmaxIrGolden) {
+  expect_golden("softmax_f32_1024.ir", ir::print(kernels::softmax_kernel<tl::f32, 1024>().program().ir()));
+}
+
+TEST(Codegen, SoftmaxCudaGolden) {
+  auto& p = kernels::softmax_kernel<tl::f32, 1024>().program();
+  expect_golden("softmax_f32_1024.cu", p.cuda_source(p.default_specialization()));
+}
+
+TEST(Codegen, Bf16SoftmaxCudaGolden) {
+  auto& p = kernels::softmax_kernel<tl::bf16, 128>().program();
+  expect_golden("softmax_bf16_128.cu", p.cuda_source(Specialization{{16, 16, 2, 2}}));
+}
+
+TEST(Codegen, Deterministic) {
+  auto& p = kernels::softmax_kernel<tl::f16, 4096>().program();
+  EXPECT_EQ(p.cuda_source(p.default_specialization()), p.cuda_source(p.default_specialization()));
+}
+
+TEST(Codegen, OneCommentPerStatement) {
+  auto& p = kernels::softmax_kernel<tl::f32, 1024>().program();
+  const std::string src = p.cuda_source(p.default_specialization());
+  for (const auto& in : p.ir().body) EXPECT_NE(src.find("// " + ir::print(p.ir(), in)), std::string::npos);
+}
+
+TEST(Codegen, AlignedRowsUseSixteenByteAccesses) {
+  auto& p = kernels::softmax_kernel<tl::f32, 4096>().program();
+  const std::string src = p.cuda_source(Specialization{{16, 16, 4, 4}});  // stride % 4 == 0
+  EXPECT_EQ(occurrences(src, "tf_load_vec<float, 4>("), 1u);
+  EXPECT_EQ(occurrences(src, "tf_store_vec<float, 4>("), 1u);
+}
+
+TEST(Codegen, HalfRowsUseEightElementAccesses) {
+  auto& p = kernels::softmax_kernel<tl::f16, 4096>().program();
+  const std::string src = p.cuda_source(Specialization{{16, 16, 8, 8}});
+  EXPECT_EQ(occurrences(src, "tf_load_vec<tf_u16, 8>("), 1u);
+  EXPECT_EQ(occurrences(src, "tf_store_vec<tf_u16, 8>("), 1u);
+}
+
+TEST(Codegen, UnalignedRowsFallBackToNarrowerAccesses) {
+  auto& p = kernels::softmax_kernel<tl::f32, 4096>().program();
+  // stride divisible by 2 only: 8-byte rows, so runs of 2 floats.
+  EXPECT_EQ(occurrences(p.cuda_source(Specialization{{16, 16, 2, 2}}), "tf_load_vec<float, 2>("), 1u);
+  // odd stride: element by element.
+  const std::string odd = p.cuda_source(Specialization{{16, 16, 1, 1}});
+  EXPECT_EQ(occurrences(odd, "tf_load_vec"), 1u);  // only the helper's own definition
+}
+
+TEST(Codegen, SmallTilesMaskIdleThreads) {
+  auto& p = kernels::softmax_kernel<tl::f32, 8>().program();
+  const std::string src = p.cuda_source(p.default_specialization());
+  EXPECT_NE(src.find("const bool live8 = tid < 8;"), std::string::npos) << src;
+}
+
+TEST(Codegen, RejectsBadWarpCounts) {
+  auto& p = kernels::softmax_kernel<tl::f32, 64>().program();
+  EXPECT_THROW(codegen::cuda_source(p.ir(), codegen::Options{3, {16, 16, 16, 16}}), std::invalid_argument);
+}

@@ -1,0 +1,116 @@
+// The interpreter against float64 for every op and dtype, exact integer semantics, f16/bf16 rounding
+// after each op, and the errors it raises instead of crashing.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backend/interp/interp.hpp"
+#include "kernels/reference.hpp"
+#include "tests/common/op_kernels.hpp"
+
+using namespace tilefuse;
+
+namespace {
+
+template <class H, int BLOCK>
+void check_float_ops(int n, std::uint64_t seed) {
+  const auto& ops = testkit::float_ops();
+  auto x = reference::random_vector<H>(n, seed, 0.f, 2.f);
+  std::vector<H> out(ops.size() * n, reference::from_float<H>(std::nanf("")));
+  Kernel<&testkit::float_ops_program<tl::dtype_of_host_t<H>, BLOCK>> k("float_ops", {.num_warps = 2});
+  k.launch({{1}, Backend::interpreter}, x, out, n);
+  const double tol = reference::tolerance<H>();
+  for (std::size_t op = 0; op < ops.size(); ++op)
+    for (int i = 0; i < n; ++i) {
+      const double xi = reference::to_float(x[i]);
+      const double want = ops[op].ref(xi);
+      const double got = reference::to_float(out[op * n + i]);
+      const double slack = std::string(ops[op].name).rfind("cast", 0) == 0 ? 1.0 : 0.0;
+      ASSERT_NEAR(got, want, slack + 2 * tol * (1 + std::abs(want))) << ops[op].name << " x=" << xi << " seed " << seed;
+    }
+}
+
+}  // namespace
+
+TEST(Interp, FloatOpsF32) { check_float_ops<float, 256>(250, std::random_device{}()); }
+TEST(Interp, FloatOpsF16) { check_float_ops<half, 128>(128, std::random_device{}()); }
+TEST(Interp, FloatOpsBf16) { check_float_ops<bfloat16, 64>(33, std::random_device{}()); }
+
+TEST(Interp, F16ResultsAreRoundedAfterEachOp) {
+  // x*x in f16 must equal the f16 rounding of the f32 product, bit for bit.
+  const int n = 64;
+  auto x = reference::random_vector<half>(n, std::random_device{}(), 0.f, 4.f);
+  const auto& ops = testkit::float_ops();
+  std::vector<half> out(ops.size() * n);
+  Kernel<&testkit::float_ops_program<tl::f16, 64>> k("float_ops", {.num_warps = 1});
+  k.launch({{1}, Backend::interpreter}, x, out, n);
+  const std::size_t square = 7;
+  ASSERT_STREQ(ops[square].name, "x*x");
+  for (int i = 0; i < n; ++i) {
+    const float f = static_cast<float>(x[i]);
+    EXPECT_EQ(out[square * n + i].bits, half(f * f).bits) << f;
+  }
+}
+
+TEST(Interp, IntOpsAreExact) {
+  const int n = 100, programs = 3;
+  std::mt19937 gen(std::random_device{}());
+  std::uniform_int_distribution<int> dist(-30000, 30000);
+  std::vector<std::int32_t> a(n), b(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = dist(gen);
+    do b[i] = dist(gen); while (b[i] == 0);
+  }
+  const std::size_t rows = testkit::int_ops().size();
+  std::vector<std::int32_t> out(rows * n, -7);
+  std::vector<std::int64_t> wide(n, -7);
+  Kernel<&testkit::int_ops_program<128>> k("int_ops", {.num_warps = 1});
+  k.launch({{programs}, Backend::interpreter}, a, b, out, wide, n);
+  std::int64_t sum = 0, mx = INT32_MIN, mn = INT32_MAX;
+  for (int i = 0; i < n; ++i) {
+    for (std::size_t op = 0; op < 10; ++op)
+      ASSERT_EQ(out[op * n + i], static_cast<std::int32_t>(testkit::int_ops()[op].ref(a[i], b[i])))
+          << testkit::int_ops()[op].name << " a=" << a[i] << " b=" << b[i];
+    EXPECT_EQ(wide[i], std::int64_t{a[i]} * b[i]);
+    sum += a[i];
+    mx = std::max<std::int64_t>(mx, a[i]);
+    mn = std::min<std::int64_t>(mn, b[i]);
+  }
+  EXPECT_EQ(out[10 * n], sum);
+  EXPECT_EQ(out[11 * n + 5], mx);
+  EXPECT_EQ(out[12 * n + 7], mn);
+  EXPECT_EQ(out[13 * n], (programs - 1) + programs);  // the last program wrote last
+}
+
+namespace {
+void out_of_bounds(tl::Ptr<tl::f32> x, tl::Scalar<tl::i32> n) {
+  auto i = tl::arange<16>();
+  tl::store(x + i, tl::cast<tl::f32>(i), i < n);  // n > the buffer: the mask lets a bad element through
+}
+void divide(tl::Ptr<tl::i32> x, tl::Scalar<tl::i32> d) { tl::store(x, tl::load(x) / d); }
+}  // namespace
+
+TEST(Interp, OutOfBoundsAccessIsAnError) {
+  Kernel<&out_of_bounds> k("oob", {.num_warps = 1, .param_names = {"x", "n"}});
+  std::vector<float> x(10);
+  try {
+    k.launch({{1}, Backend::interpreter}, x, 16);
+    FAIL() << "expected an error";
+  } catch (const interp::InterpreterError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("kernel 'oob'"), std::string::npos) << what;
+    EXPECT_NE(what.find("argument 0 (x)"), std::string::npos) << what;
+    EXPECT_NE(what.find("element 10"), std::string::npos) << what;
+  }
+  std::vector<float> ok(16);
+  EXPECT_NO_THROW(k.launch({{1}, Backend::interpreter}, ok, 16));
+  EXPECT_EQ(ok[15], 15.0f);
+}
+
+TEST(Interp, IntegerDivisionByZeroIsAnError) {
+  Kernel<&divide> k("divide", {.num_warps = 1});
+  std::vector<std::int32_t> x{7};
+  EXPECT_THROW(k.launch({{1}, Backend::interpreter}, x, 0), interp::InterpreterError);
+  k.launch({{1}, Backend::interpreter}, x, -2);
+  EXPECT_EQ(x[0], -3);
+}

@@ -1,0 +1,92 @@
+// NVRTC without a GPU: every sample kernel compiles for sm_90 with no spills; errors carry the log and
+// the numbered source; the ptxas report is parsed.
+#include <gtest/gtest.h>
+
+#include "backend/cache/cache.hpp"
+#include "backend/codegen/cuda.hpp"
+#include "backend/nvrtc/nvrtc.hpp"
+#include "kernels/softmax.hpp"
+#include "tests/common/op_kernels.hpp"
+
+using namespace tilefuse;
+
+namespace {
+
+void expect_clean(Program& p) {
+  const auto info = p.compile(p.default_specialization(), "sm_90");
+  EXPECT_GT(info.registers, 0) << p.name() << "\n" << info.ptxas_log;
+  EXPECT_EQ(info.spill_bytes, 0) << p.name() << " spills:\n" << info.ptxas_log;
+  EXPECT_EQ(info.stack_bytes, 0) << p.name() << " uses a stack frame:\n" << info.ptxas_log;
+}
+
+template <class T>
+void compile_all_softmax() {
+  for (std::int64_t block = 1; block <= kernels::kSoftmaxMaxCols; block *= 2) {
+    kernels::with_block<kernels::kSoftmaxMaxCols>(block, [&]<int B>() {
+      expect_clean(kernels::softmax_kernel<T, B>().program());
+      expect_clean(kernels::row_kernel<&kernels::row_max_program<T, B>, B>("row_max", {"x", "m", "stride", "n_cols"}).program());
+      expect_clean(kernels::row_kernel<&kernels::subtract_row_program<T, B>, B>("subtract_row", {"x", "m", "z", "stride", "n_cols"}).program());
+      expect_clean(kernels::row_kernel<&kernels::exp_program<T, B>, B>("exp", {"z", "e", "stride", "n_cols"}).program());
+      expect_clean(kernels::row_kernel<&kernels::row_sum_program<T, B>, B>("row_sum", {"e", "s", "stride", "n_cols"}).program());
+      expect_clean(kernels::row_kernel<&kernels::divide_row_program<T, B>, B>("divide_row", {"e", "s", "y", "stride", "n_cols"}).program());
+    });
+  }
+}
+
+}  // namespace
+
+TEST(Nvrtc, EverySoftmaxKernelCompilesWithoutSpillsF32) { compile_all_softmax<tl::f32>(); }
+TEST(Nvrtc, EverySoftmaxKernelCompilesWithoutSpillsF16) { compile_all_softmax<tl::f16>(); }
+TEST(Nvrtc, EverySoftmaxKernelCompilesWithoutSpillsBf16) { compile_all_softmax<tl::bf16>(); }
+
+TEST(Nvrtc, TestKernelsCompile) {
+  Kernel<&testkit::float_ops_program<tl::f16, 256>> f("float_ops", {.num_warps = 2});
+  expect_clean(f.program());
+  Kernel<&testkit::int_ops_program<256>> i("int_ops", {.num_warps = 4});
+  expect_clean(i.program());
+}
+
+TEST(Nvrtc, CompileErrorCarriesLogAndNumberedSource) {
+  const std::string bad = "extern \"C\" __global__ void k() {\n  int x = ;\n}\n";
+  try {
+    nvrtc::compile(bad, "k", nvrtc::options_for("sm_90"));
+    FAIL() << "expected a CompileError";
+  } catch (const nvrtc::CompileError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("kernel 'k'"), std::string::npos) << what;
+    EXPECT_NE(what.find("   2 |   int x = ;"), std::string::npos) << what;
+    EXPECT_FALSE(e.log().empty());
+  }
+}
+
+TEST(Nvrtc, OptionsNameTheArchitecture) {
+  const auto o = nvrtc::options_for("sm_90");
+  EXPECT_NE(std::find(o.begin(), o.end(), "--gpu-architecture=sm_90"), o.end());
+  const auto c = nvrtc::compile("extern \"C\" __global__ void k(float* p) { p[threadIdx.x] = 1.0f; }", "k", o);
+  EXPECT_EQ(c.options, o);
+  EXPECT_GT(c.cubin.size(), 100u);
+  EXPECT_GT(c.registers, 0);
+}
+
+TEST(Nvrtc, ParsesResourceReport) {
+  nvrtc::Compiled c;
+  nvrtc::parse_resource_report(
+      "ptxas info    : Function properties for k\n"
+      "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 1 barriers", c);
+  EXPECT_EQ(c.registers, 40);
+  EXPECT_EQ(c.stack_bytes, 16);
+  EXPECT_EQ(c.spill_stores, 8);
+  EXPECT_EQ(c.spill_loads, 12);
+}
+
+TEST(Nvrtc, PtxUsesVectorLoadsForAlignedRows) {
+  auto& p = kernels::softmax_kernel<tl::f32, 4096>().program();
+  const std::string ptx = nvrtc::ptx(p.cuda_source(p.default_specialization()), codegen::kernel_symbol(p.ir()), "sm_90");
+  const bool vector_load = ptx.find("ld.global.v4") != std::string::npos || ptx.find("ld.global.v2.u64") != std::string::npos ||
+                           ptx.find("ld.global.v2.b64") != std::string::npos;
+  EXPECT_TRUE(vector_load) << "no 16-byte global loads in the PTX";
+  const bool vector_store = ptx.find("st.global.v4") != std::string::npos || ptx.find("st.global.v2.u64") != std::string::npos ||
+                            ptx.find("st.global.v2.b64") != std::string::npos;
+  EXPECT_TRUE(vector_store) << "no 16-byte global stores in the PTX";
+}

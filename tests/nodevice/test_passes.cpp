@@ -1,0 +1,176 @@
+// IR passes one by one: simplify, CSE, DCE, the verifier, layout choice and axis (alignment) analysis.
+#include <gtest/gtest.h>
+
+#include "backend/ir/ir.hpp"
+#include "backend/passes/passes.hpp"
+
+using namespace tilefuse;
+using ir::DType;
+using ir::Op;
+
+namespace {
+
+ir::ValueType scalar(DType d) { return ir::ValueType{d, false, 0, {1, 1}}; }
+ir::ValueType tile(DType d, int n, bool ptr = false) { return ir::ValueType{d, ptr, 1, {n, 1}}; }
+
+struct Builder {
+  ir::Function fn;
+  ir::ValueId add(Op op, ir::ValueType t, std::vector<ir::ValueId> args = {}, std::int64_t index = 0, double number = 0) {
+    ir::Instr in;
+    in.op = op;
+    in.args = std::move(args);
+    in.index = index;
+    in.number = number;
+    return fn.append(in, &t);
+  }
+  void store(std::vector<ir::ValueId> args) {
+    ir::Instr in;
+    in.op = Op::store;
+    in.args = std::move(args);
+    fn.append(in, nullptr);
+  }
+  ir::ValueId param(ir::ValueType t, const char* name) {
+    fn.params.push_back({name, t});
+    return add(Op::param, t, {}, static_cast<std::int64_t>(fn.params.size() - 1));
+  }
+};
+
+int count(const ir::Function& fn, Op op) {
+  int n = 0;
+  for (const auto& in : fn.body) n += in.op == op;
+  return n;
+}
+
+}  // namespace
+
+TEST(Passes, CseMergesEqualPureInstructions) {
+  Builder b;
+  auto p = b.param(scalar(DType::f32), "x");
+  auto e1 = b.add(Op::exp, scalar(DType::f32), {p});
+  auto e2 = b.add(Op::exp, scalar(DType::f32), {p});
+  auto s = b.add(Op::add, scalar(DType::f32), {e1, e2});
+  auto out = b.param(ir::ValueType{DType::f32, true, 0, {1, 1}}, "out");
+  b.store({out, s});
+  const auto f = passes::cse(b.fn);
+  EXPECT_EQ(count(f, Op::exp), 1);
+  ir::verify(f);
+  EXPECT_NE(ir::print(f).find("add %1, %1"), std::string::npos) << ir::print(f);
+}
+
+TEST(Passes, CseKeepsLoadsAndCastsOfDifferentDtypes) {
+  Builder b;
+  auto p = b.param(ir::ValueType{DType::f32, true, 0, {1, 1}}, "p");
+  auto l1 = b.add(Op::load, scalar(DType::f32), {p});
+  auto l2 = b.add(Op::load, scalar(DType::f32), {p});
+  auto c1 = b.add(Op::cast, scalar(DType::f16), {l1});
+  auto c2 = b.add(Op::cast, scalar(DType::bf16), {l1});
+  (void)l2, (void)c1, (void)c2;
+  const auto f = passes::cse(b.fn);
+  EXPECT_EQ(count(f, Op::load), 2);  // loads are not pure: memory may change between them
+  EXPECT_EQ(count(f, Op::cast), 2);
+}
+
+TEST(Passes, DceDropsUnusedPureValuesOnly) {
+  Builder b;
+  auto p = b.param(ir::ValueType{DType::f32, true, 0, {1, 1}}, "p");
+  auto x = b.add(Op::load, scalar(DType::f32), {p});
+  b.add(Op::exp, scalar(DType::f32), {x});  // unused
+  b.store({p, x});
+  const auto f = passes::dce(b.fn);
+  EXPECT_EQ(count(f, Op::exp), 0);
+  EXPECT_EQ(count(f, Op::load), 1);
+  EXPECT_EQ(count(f, Op::store), 1);
+  ir::verify(f);
+}
+
+TEST(Passes, SimplifyRemovesIdentitiesAndFoldsCasts) {
+  Builder b;
+  auto x = b.param(scalar(DType::i32), "x");
+  auto zero = b.add(Op::constant, scalar(DType::i32), {}, 0, 0);
+  auto one = b.add(Op::constant, scalar(DType::i32), {}, 0, 1);
+  auto a = b.add(Op::add, scalar(DType::i32), {x, zero});
+  auto m = b.add(Op::mul, scalar(DType::i32), {one, a});
+  auto half = b.add(Op::constant, scalar(DType::f32), {}, 0, 2.75);
+  auto c = b.add(Op::cast, scalar(DType::i32), {half});
+  auto s = b.add(Op::add, scalar(DType::i32), {m, c});
+  auto out = b.param(ir::ValueType{DType::i32, true, 0, {1, 1}}, "out");
+  b.store({out, s});
+  const auto f = passes::dce(passes::simplify(b.fn));
+  EXPECT_EQ(count(f, Op::mul), 0);
+  EXPECT_EQ(count(f, Op::cast), 0);
+  EXPECT_EQ(count(f, Op::add), 1);
+  bool folded = false;
+  for (const auto& in : f.body)
+    if (in.op == Op::constant && f.values[in.result].dtype == DType::i32 && in.number == 2) folded = true;
+  EXPECT_TRUE(folded) << ir::print(f);
+}
+
+TEST(Passes, VerifierRejectsBadIr) {
+  Builder b;
+  auto x = b.param(scalar(DType::f32), "x");
+  auto y = b.param(scalar(DType::i32), "y");
+  b.add(Op::add, scalar(DType::f32), {x, y});  // operand types differ
+  EXPECT_THROW(ir::verify(b.fn), std::logic_error);
+
+  Builder c;
+  auto p = c.param(scalar(DType::f32), "x");
+  ir::Instr in;
+  in.op = Op::exp;
+  in.args = {p + 5};  // not defined
+  const auto t = scalar(DType::f32);
+  c.fn.values.push_back(t);  // make the id in range but undefined
+  c.fn.values.push_back(t);
+  c.fn.values.push_back(t);
+  c.fn.values.push_back(t);
+  c.fn.values.push_back(t);
+  c.fn.append(in, &t);
+  try {
+    ir::verify(c.fn);
+    FAIL();
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("used before it is defined"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Passes, AxisInfoTracksContiguityAndAlignment) {
+  Builder b;
+  auto base = b.param(ir::ValueType{DType::f32, true, 0, {1, 1}}, "base");
+  auto stride = b.param(scalar(DType::i32), "stride");
+  auto pid = b.add(Op::program_id, scalar(DType::i32));
+  auto off = b.add(Op::mul, scalar(DType::i32), {pid, stride});
+  auto row = b.add(Op::ptr_add, ir::ValueType{DType::f32, true, 0, {1, 1}}, {base, off});
+  auto rows = b.add(Op::splat, tile(DType::f32, 256, true), {row});
+  auto cols = b.add(Op::arange, tile(DType::i32, 256));
+  auto ptrs = b.add(Op::ptr_add, tile(DType::f32, 256, true), {rows, cols});
+  auto loaded = b.add(Op::load, tile(DType::i32, 256), {});  // stands for data-dependent offsets
+  auto gather = b.add(Op::add, tile(DType::i32, 256), {cols, loaded});
+
+  auto info = passes::analyze_axis_info(b.fn, {16, 4});
+  EXPECT_EQ(info[cols].contiguity, 256);
+  EXPECT_EQ(info[ptrs].contiguity, 256);
+  EXPECT_EQ(info[ptrs].divisibility, 16);  // stride % 4 == 0 -> 16-byte rows
+  EXPECT_EQ(info[gather].contiguity, 1);   // data-dependent offsets break the runs
+  info = passes::analyze_axis_info(b.fn, {16, 1});
+  EXPECT_EQ(info[ptrs].divisibility, 4);   // odd stride: only element alignment is known
+}
+
+TEST(Passes, LayoutSpreadsTilesOverThreads) {
+  Builder b;
+  auto p = b.param(tile(DType::f16, 4096, true), "p");
+  b.add(Op::load, tile(DType::f16, 4096), {p});
+  b.add(Op::arange, tile(DType::i32, 64));
+  const auto layouts = passes::choose_layouts(b.fn, 256);
+  EXPECT_EQ(layouts.at(4096).per_thread, 16);
+  EXPECT_EQ(layouts.at(4096).vector, 8);  // 8 halves = 16 bytes
+  EXPECT_EQ(layouts.at(64).per_thread, 1);
+  EXPECT_EQ(layouts.at(64).vector, 1);
+}
+
+TEST(Passes, OptimizeDumpsAfterEachPass) {
+  Builder b;
+  auto x = b.param(scalar(DType::f32), "x");
+  b.add(Op::exp, scalar(DType::f32), {x});
+  std::vector<std::string> seen;
+  passes::optimize(b.fn, [&](const std::string& pass, const ir::Function&) { seen.push_back(pass); });
+  EXPECT_EQ(seen, (std::vector<std::string>{"trace", "simplify", "cse", "dce"}));
+}
