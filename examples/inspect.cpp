@@ -2,7 +2,9 @@
 // and the ptxas register and spill report of the CUBIN for sm_90 (or --arch).
 //
 //   inspect [--kernel softmax|row_max] [--dtype f32|f16|bf16] [--block N] [--arch sm_90] [--only ir|cuda|ptx|report]
+//           [--cubin FILE]   (also writes the CUBIN, for cuobjdump --dump-sass FILE)
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "backend/nvrtc/nvrtc.hpp"
@@ -29,7 +31,7 @@ Program& pick(const std::string& kernel, std::int64_t block) {
 
 int main(int argc, char** argv) {
   try {
-    std::string kernel = "softmax", dtype = "f32", arch = "sm_90", only;
+    std::string kernel = "softmax", dtype = "f32", arch = "sm_90", only, cubin_path;
     std::int64_t block = 4096;
     for (int i = 1; i + 1 < argc; i += 2) {
       const std::string flag = argv[i], value = argv[i + 1];
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
       else if (flag == "--block") block = std::stoll(value);
       else if (flag == "--arch") arch = value;
       else if (flag == "--only") only = value;
+      else if (flag == "--cubin") cubin_path = value;
       else throw std::invalid_argument("inspect: unknown flag " + flag);
     }
     if (block < 1 || block > kernels::kSoftmaxMaxCols || (block & (block - 1)))
@@ -57,6 +60,7 @@ int main(int argc, char** argv) {
       std::printf("==== CUBIN for %s ====\noptions: %s\n%s\nregisters: %d, spill bytes: %d, stack bytes: %d\n",
                   arch.c_str(), info.options.c_str(), info.ptxas_log.c_str(), info.registers, info.spill_bytes,
                   info.stack_bytes);
+      if (!cubin_path.empty()) std::ofstream(cubin_path, std::ios::binary).write(info.cubin.data(), info.cubin.size());
     }
     return 0;
   } catch (const std::exception& e) {

@@ -27,6 +27,11 @@ __device__ __forceinline__ tf_u16 tf_f32_to_bf16(float f) { tf_u16 h; asm("cvt.r
 __device__ __forceinline__ float tf_round_f16(float f) { return tf_f16_to_f32(tf_f32_to_f16(f)); }
 __device__ __forceinline__ float tf_round_bf16(float f) { return tf_bf16_to_f32(tf_f32_to_bf16(f)); }
 __device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
+// Tile math uses the hardware approximations, as Triton does: exp and exp2 through ex2.approx (relative
+// error about 2^-22, plus the rounding of x * log2(e)), tile division through div.full.f32 (2 ulp).
+__device__ __forceinline__ float tf_exp2(float x) { float y; asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+__device__ __forceinline__ float tf_exp(float x) { return tf_exp2(x * 1.44269504088896341f); }
+__device__ __forceinline__ float tf_div(float a, float b) { float y; asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }
 __device__ __forceinline__ long long tf_f2ll(float f) { return __float2ll_rz(f); }
 // W elements of S moved as one access of W * sizeof(S) bytes (16 bytes: one 128-bit transaction).
 template <int Bytes> struct tf_word;
@@ -264,13 +269,16 @@ class Emitter {
       case Op::add: elementwise(in, rounded(t->dtype, a(0) + " + " + a(1))); break;
       case Op::sub: elementwise(in, rounded(t->dtype, a(0) + " - " + a(1))); break;
       case Op::mul: elementwise(in, rounded(t->dtype, a(0) + " * " + a(1))); break;
-      case Op::div: elementwise(in, rounded(t->dtype, a(0) + " / " + a(1))); break;
+      case Op::div:
+        // Scalars divide exactly (once per program); tiles use the 2-ulp full-range division.
+        elementwise(in, rounded(t->dtype, fl && t->rank > 0 ? "tf_div(" + a(0) + ", " + a(1) + ")" : a(0) + " / " + a(1)));
+        break;
       case Op::rem: elementwise(in, a(0) + " % " + a(1)); break;
       case Op::minimum: elementwise(in, fl ? "fminf(" + a(0) + ", " + a(1) + ")" : "min(" + a(0) + ", " + a(1) + ")"); break;
       case Op::maximum: elementwise(in, fl ? "fmaxf(" + a(0) + ", " + a(1) + ")" : "max(" + a(0) + ", " + a(1) + ")"); break;
       case Op::neg: elementwise(in, "-" + a(0)); break;
-      case Op::exp: elementwise(in, rounded(t->dtype, "expf(" + a(0) + ")")); break;
-      case Op::exp2: elementwise(in, rounded(t->dtype, "exp2f(" + a(0) + ")")); break;
+      case Op::exp: elementwise(in, rounded(t->dtype, "tf_exp(" + a(0) + ")")); break;
+      case Op::exp2: elementwise(in, rounded(t->dtype, "tf_exp2(" + a(0) + ")")); break;
       case Op::log: elementwise(in, rounded(t->dtype, "logf(" + a(0) + ")")); break;
       case Op::sqrt: elementwise(in, rounded(t->dtype, "sqrtf(" + a(0) + ")")); break;
       case Op::rsqrt: elementwise(in, rounded(t->dtype, "rsqrtf(" + a(0) + ")")); break;

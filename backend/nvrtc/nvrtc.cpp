@@ -50,7 +50,13 @@ CompileError::CompileError(const std::string& kernel, const std::string& log, co
 std::vector<std::string> options_for(const std::string& arch) {
   // -arch=sm_XX makes NVRTC emit a CUBIN for that GPU (no JIT at load); -v asks ptxas for the
   // register/spill report; --std=c++17 keeps the generated code free of newer language needs.
-  return {"--gpu-architecture=" + arch, "--std=c++17", "--ptxas-options=-v", "-default-device"};
+  // --no-cache: NVRTC 12.9+ keeps its own cache, and a hit there drops the ptxas report; tilefuse
+  // caches the CUBIN itself, keyed on everything that decides it.
+  std::vector<std::string> o = {"--gpu-architecture=" + arch, "--std=c++17", "--ptxas-options=-v", "-default-device"};
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  if (major > 12 || (major == 12 && minor >= 9)) o.push_back("--no-cache");
+  return o;
 }
 
 Compiled compile(const std::string& source, const std::string& kernel, const std::vector<std::string>& options) {

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <deque>
 
 #include "backend/passes/passes.hpp"
 
@@ -26,8 +27,7 @@ ir::Function simplify(const ir::Function& fn) {
   out.params = fn.params;
   std::vector<ir::ValueId> remap(fn.values.size(), -1);
   std::vector<const ir::Instr*> def;  // defining instruction of each value of `out`
-  std::vector<ir::Instr> storage;
-  storage.reserve(fn.body.size());
+  std::deque<ir::Instr> storage;  // stable addresses for `def`
   for (const ir::Instr& in : fn.body) {
     ir::Instr copy = in;
     for (auto& a : copy.args) a = remap.at(a);
@@ -56,6 +56,31 @@ ir::Function simplify(const ir::Function& fn) {
         copy.args.clear();
         copy.number = v;
       }
+    }
+    // Float division by a value uniform across the tile: one exact reciprocal per program, then a multiply
+    // per element (within 1.5 ulp of the quotient; a division per element costs several instructions).
+    if (copy.op == ir::Op::div && type && type->rank > 0 && ir::is_float(type->dtype) && def[copy.args[1]] &&
+        def[copy.args[1]]->op == ir::Op::splat) {
+      const ir::ValueId s = def[copy.args[1]]->args[0];
+      const ir::ValueType st = type->scalar();
+      auto emit = [&](ir::Instr i, const ir::ValueType& t) {
+        const ir::ValueId id = out.append(std::move(i), &t);
+        storage.push_back(out.body.back());
+        def.resize(out.values.size(), nullptr);
+        def[id] = &storage.back();
+        return id;
+      };
+      ir::Instr one;
+      one.op = ir::Op::constant;
+      one.number = 1.0;
+      ir::Instr recip;
+      recip.op = ir::Op::div;
+      recip.args = {emit(one, st), s};
+      ir::Instr splat;
+      splat.op = ir::Op::splat;
+      splat.args = {emit(recip, st)};
+      copy.op = ir::Op::mul;
+      copy.args[1] = emit(splat, *type);
     }
     const ir::ValueId id = out.append(std::move(copy), type);
     storage.push_back(out.body.back());

@@ -92,6 +92,7 @@ CompiledInfo Program::compile(const Specialization& spec, const std::string& arc
   info.registers = compiled->registers;
   info.spill_bytes = compiled->spill_stores + compiled->spill_loads;
   info.stack_bytes = compiled->stack_bytes;
+  info.cubin = compiled->cubin;
   return info;
 }
 

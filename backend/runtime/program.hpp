@@ -35,6 +35,7 @@ struct CompiledInfo {
   int registers = -1;      ///< registers per thread
   int spill_bytes = 0;     ///< spill stores + spill loads, bytes
   int stack_bytes = 0;     ///< stack frame, bytes
+  std::vector<char> cubin; ///< the CUBIN itself (for cuobjdump --dump-sass)
 };
 
 /// A program traced from the DSL, optimized, and launchable on the GPU or in the interpreter.

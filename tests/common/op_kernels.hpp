@@ -96,7 +96,7 @@ inline const std::vector<IntOp>& int_ops() {
       {"sum(a) (row)", [](std::int64_t, std::int64_t) { return 0; }},  // checked separately
       {"max(a) (row)", [](std::int64_t, std::int64_t) { return 0; }},
       {"min(b) (row)", [](std::int64_t, std::int64_t) { return 0; }},
-      {"program_id + num_programs", [](std::int64_t, std::int64_t) { return 0; }},
+      {"program_id + num_programs (element p)", [](std::int64_t, std::int64_t) { return 0; }},
   };
   return ops;
 }
@@ -126,7 +126,8 @@ void int_ops_program(tl::Ptr<tl::i32> a, tl::Ptr<tl::i32> b, tl::Ptr<tl::i32> ou
   put(tl::sum(tl::where(mask, x, 0)));
   put(tl::max(tl::where(mask, x, -2147483647 - 1)));
   put(tl::min(tl::where(mask, y, 2147483647)));
-  put(tl::program_id(0) + tl::num_programs(0));
+  // One element per program, so programs do not race for it.
+  tl::store(out + k * n + tl::program_id(0), tl::program_id(0) + tl::num_programs(0));
 }
 
 }  // namespace tilefuse::testkit

@@ -9,6 +9,11 @@ __device__ __forceinline__ tf_u16 tf_f32_to_bf16(float f) { tf_u16 h; asm("cvt.r
 __device__ __forceinline__ float tf_round_f16(float f) { return tf_f16_to_f32(tf_f32_to_f16(f)); }
 __device__ __forceinline__ float tf_round_bf16(float f) { return tf_bf16_to_f32(tf_f32_to_bf16(f)); }
 __device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
+// Tile math uses the hardware approximations, as Triton does: exp and exp2 through ex2.approx (relative
+// error about 2^-22, plus the rounding of x * log2(e)), tile division through div.full.f32 (2 ulp).
+__device__ __forceinline__ float tf_exp2(float x) { float y; asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+__device__ __forceinline__ float tf_exp(float x) { return tf_exp2(x * 1.44269504088896341f); }
+__device__ __forceinline__ float tf_div(float a, float b) { float y; asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }
 __device__ __forceinline__ long long tf_f2ll(float f) { return __float2ll_rz(f); }
 // W elements of S moved as one access of W * sizeof(S) bytes (16 bytes: one 128-bit transaction).
 template <int Bytes> struct tf_word;
@@ -116,7 +121,7 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   // %19 = exp %18 : f32[128]
   float v19[4];
 #pragma unroll
-  for (int e = 0; e < 4; ++e) v19[e] = expf(v18[e]);
+  for (int e = 0; e < 4; ++e) v19[e] = tf_exp(v18[e]);
   // %20 = sum %19 : f32   [softmax.hpp:25]
   float v20;
   {
@@ -127,39 +132,43 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
     for (int offset = 16; offset > 0; offset >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, offset);
     v20 = acc;
   }
-  // %21 = splat %20 : f32[128]
-  float v21[4];
-#pragma unroll
-  for (int e = 0; e < 4; ++e) v21[e] = v20;
-  // %22 = div %19, %21 : f32[128]
-  float v22[4];
-#pragma unroll
-  for (int e = 0; e < 4; ++e) v22[e] = v19[e] / v21[e];
-  // %23 = cast %22 : bf16[128]
+  // %21 = constant 1 : f32
+  float const v21 = 1.0f;
+  // %22 = div %21, %20 : f32
+  float const v22 = v21 / v20;
+  // %23 = splat %22 : f32[128]
   float v23[4];
 #pragma unroll
-  for (int e = 0; e < 4; ++e) v23[e] = tf_round_bf16(v22[e]);
-  // %24 = ptr_add %1, %8 : ptr<bf16>
-  tf_u16* const v24 = v1 + v8;
-  // %25 = splat %24 : ptr<bf16>[128]
-  tf_u16* v25[4];
+  for (int e = 0; e < 4; ++e) v23[e] = v22;
+  // %24 = mul %19, %23 : f32[128]
+  float v24[4];
 #pragma unroll
-  for (int e = 0; e < 4; ++e) v25[e] = v24;
-  // %26 = ptr_add %25, %5 : ptr<bf16>[128]
-  tf_u16* v26[4];
+  for (int e = 0; e < 4; ++e) v24[e] = v19[e] * v23[e];
+  // %25 = cast %24 : bf16[128]
+  float v25[4];
 #pragma unroll
-  for (int e = 0; e < 4; ++e) v26[e] = v25[e] + v5[e];
-  // store %26, %23, %7   [softmax.hpp:25]
+  for (int e = 0; e < 4; ++e) v25[e] = tf_round_bf16(v24[e]);
+  // %26 = ptr_add %1, %8 : ptr<bf16>
+  tf_u16* const v26 = v1 + v8;
+  // %27 = splat %26 : ptr<bf16>[128]
+  tf_u16* v27[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v27[e] = v26;
+  // %28 = ptr_add %27, %5 : ptr<bf16>[128]
+  tf_u16* v28[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v28[e] = v27[e] + v5[e];
+  // store %28, %25, %7   [softmax.hpp:25]
 #pragma unroll
   for (int e0 = 0; e0 < 4; e0 += 2) {
     if (v7[e0] && v7[e0 + 1]) {
       tf_u16 raw[2];
 #pragma unroll
-      for (int k = 0; k < 2; ++k) raw[k] = tf_f32_to_bf16(v23[e0 + k]);
-      tf_store_vec<tf_u16, 2>(v26[e0], raw);
+      for (int k = 0; k < 2; ++k) raw[k] = tf_f32_to_bf16(v25[e0 + k]);
+      tf_store_vec<tf_u16, 2>(v28[e0], raw);
     } else {
 #pragma unroll
-      for (int e = e0; e < e0 + 2; ++e) if (v7[e]) *v26[e] = tf_f32_to_bf16(v23[e]);
+      for (int e = e0; e < e0 + 2; ++e) if (v7[e]) *v28[e] = tf_f32_to_bf16(v25[e]);
     }
   }
 }

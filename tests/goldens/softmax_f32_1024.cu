@@ -9,6 +9,11 @@ __device__ __forceinline__ tf_u16 tf_f32_to_bf16(float f) { tf_u16 h; asm("cvt.r
 __device__ __forceinline__ float tf_round_f16(float f) { return tf_f16_to_f32(tf_f32_to_f16(f)); }
 __device__ __forceinline__ float tf_round_bf16(float f) { return tf_bf16_to_f32(tf_f32_to_bf16(f)); }
 __device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
+// Tile math uses the hardware approximations, as Triton does: exp and exp2 through ex2.approx (relative
+// error about 2^-22, plus the rounding of x * log2(e)), tile division through div.full.f32 (2 ulp).
+__device__ __forceinline__ float tf_exp2(float x) { float y; asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+__device__ __forceinline__ float tf_exp(float x) { return tf_exp2(x * 1.44269504088896341f); }
+__device__ __forceinline__ float tf_div(float a, float b) { float y; asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }
 __device__ __forceinline__ long long tf_f2ll(float f) { return __float2ll_rz(f); }
 // W elements of S moved as one access of W * sizeof(S) bytes (16 bytes: one 128-bit transaction).
 template <int Bytes> struct tf_word;
@@ -118,7 +123,7 @@ extern "C" __global__ void __launch_bounds__(128) tilefuse_softmax_1024(const fl
   // %18 = exp %17 : f32[1024]
   float v18[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) v18[e] = expf(v17[e]);
+  for (int e = 0; e < 8; ++e) v18[e] = tf_exp(v17[e]);
   // %19 = sum %18 : f32   [softmax.hpp:25]
   float v19;
   {
@@ -135,35 +140,39 @@ extern "C" __global__ void __launch_bounds__(128) tilefuse_softmax_1024(const fl
     for (int w = 1; w < 4; ++w) acc = acc + tf_red19[w];
     v19 = acc;
   }
-  // %20 = splat %19 : f32[1024]
-  float v20[8];
+  // %20 = constant 1 : f32
+  float const v20 = 1.0f;
+  // %21 = div %20, %19 : f32
+  float const v21 = v20 / v19;
+  // %22 = splat %21 : f32[1024]
+  float v22[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) v20[e] = v19;
-  // %21 = div %18, %20 : f32[1024]
-  float v21[8];
+  for (int e = 0; e < 8; ++e) v22[e] = v21;
+  // %23 = mul %18, %22 : f32[1024]
+  float v23[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) v21[e] = v18[e] / v20[e];
-  // %22 = ptr_add %1, %8 : ptr<f32>
-  float* const v22 = v1 + v8;
-  // %23 = splat %22 : ptr<f32>[1024]
-  float* v23[8];
+  for (int e = 0; e < 8; ++e) v23[e] = v18[e] * v22[e];
+  // %24 = ptr_add %1, %8 : ptr<f32>
+  float* const v24 = v1 + v8;
+  // %25 = splat %24 : ptr<f32>[1024]
+  float* v25[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) v23[e] = v22;
-  // %24 = ptr_add %23, %5 : ptr<f32>[1024]
-  float* v24[8];
+  for (int e = 0; e < 8; ++e) v25[e] = v24;
+  // %26 = ptr_add %25, %5 : ptr<f32>[1024]
+  float* v26[8];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) v24[e] = v23[e] + v5[e];
-  // store %24, %21, %7   [softmax.hpp:25]
+  for (int e = 0; e < 8; ++e) v26[e] = v25[e] + v5[e];
+  // store %26, %23, %7   [softmax.hpp:25]
 #pragma unroll
   for (int e0 = 0; e0 < 8; e0 += 4) {
     if (v7[e0] && v7[e0 + 1] && v7[e0 + 2] && v7[e0 + 3]) {
       float raw[4];
 #pragma unroll
-      for (int k = 0; k < 4; ++k) raw[k] = v21[e0 + k];
-      tf_store_vec<float, 4>(v24[e0], raw);
+      for (int k = 0; k < 4; ++k) raw[k] = v23[e0 + k];
+      tf_store_vec<float, 4>(v26[e0], raw);
     } else {
 #pragma unroll
-      for (int e = e0; e < e0 + 4; ++e) if (v7[e]) *v24[e] = v21[e];
+      for (int e = e0; e < e0 + 4; ++e) if (v7[e]) *v26[e] = v23[e];
     }
   }
 }

@@ -80,8 +80,13 @@ TEST(Dsl, SoftmaxTracesToTheExpectedIr) {
   EXPECT_EQ(count(fn, ir::Op::reduce_sum), 1);
   // `num` feeds both the sum and the division: it is computed once.
   EXPECT_EQ(count(fn, ir::Op::exp), 1);
-  // row * stride appears in both the load and the store address: computed once after CSE.
-  EXPECT_EQ(count(fn, ir::Op::mul), 1);
+  // row * stride appears in both the load and the store address: computed once after CSE; the division
+  // by the row sum becomes one scalar reciprocal and a tile multiply.
+  EXPECT_EQ(count(fn, ir::Op::mul), 2);
+  EXPECT_EQ(count(fn, ir::Op::div), 1);
+  for (const auto& in : fn.body) {
+    if (in.op == ir::Op::div) EXPECT_EQ(fn.values[in.result].rank, 0);
+  }
   // f32 in and out: the casts fold away.
   EXPECT_EQ(count(fn, ir::Op::cast), 0);
   ir::verify(fn);
