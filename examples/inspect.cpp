@@ -21,7 +21,7 @@ Program& pick(const std::string& kernel, std::int64_t block) {
   kernels::with_block<kernels::kSoftmaxMaxCols>(block, [&]<int B>() {
     if (kernel == "softmax") p = &kernels::softmax_kernel<T, B>().program();
     else if (kernel == "row_max")
-      p = &kernels::row_kernel<&kernels::row_max_program<T, B>, B>("row_max", {"x", "m", "stride", "n_cols"}).program();
+      p = &kernels::row_max_kernel<T, B>().program();
   });
   if (!p) throw std::invalid_argument("inspect: --kernel must be softmax or row_max, got " + kernel);
   return *p;

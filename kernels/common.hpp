@@ -34,9 +34,10 @@ constexpr std::int64_t next_pow2(std::int64_t n) {
   return p;
 }
 
-/// Warps per program for a row tile of `block` elements: about 8 elements per thread, 1 to 32 warps.
-constexpr int row_warps(std::int64_t block) {
-  std::int64_t w = block / (32 * 8);
+/// Warps per program for a row tile of `block` elements of `elem_bytes` each: two 16-byte vectors per
+/// thread (8 f32 or 16 bf16 elements), so each thread has two loads in flight; 1 to 32 warps.
+constexpr int row_warps(std::int64_t block, int elem_bytes = 4) {
+  std::int64_t w = block / (32 * (32 / elem_bytes));
   if (w < 1) w = 1;
   if (w > 32) w = 32;
   return static_cast<int>(w);

@@ -73,9 +73,10 @@ void divide_row_program(tl::Ptr<T> e, tl::Ptr<T> s, tl::Ptr<T> y, tl::Scalar<tl:
 }
 
 /// The kernel object for a program at a given BLOCK, made (and traced) on first use.
-template <auto Fn, int BLOCK>
+template <auto Fn, int BLOCK, int ElemBytes = 4>
 Kernel<Fn>& row_kernel(const char* name, std::vector<std::string> params) {
-  static Kernel<Fn> k(std::string(name) + "_" + std::to_string(BLOCK), KernelOptions{row_warps(BLOCK), std::move(params)});
+  static Kernel<Fn> k(std::string(name) + "_" + std::to_string(BLOCK),
+                      KernelOptions{row_warps(BLOCK, ElemBytes), std::move(params)});
   return k;
 }
 
@@ -91,7 +92,33 @@ inline void check_softmax_cols(const char* kernel, std::int64_t cols) {
 /// The fused softmax kernel for element type T (tl::f32, tl::f16, tl::bf16) and row tile BLOCK.
 template <class T, int BLOCK>
 Kernel<&softmax_program<T, BLOCK>>& softmax_kernel() {
-  return row_kernel<&softmax_program<T, BLOCK>, BLOCK>("softmax", {"in", "out", "stride", "n_cols"});
+  return row_kernel<&softmax_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("softmax", {"in", "out", "stride", "n_cols"});
+}
+
+/// Unfused step 1 as a kernel (same warps per row as the fused kernel).
+template <class T, int BLOCK>
+auto& row_max_kernel() {
+  return row_kernel<&row_max_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("row_max", {"x", "m", "stride", "n_cols"});
+}
+/// Unfused step 2 as a kernel.
+template <class T, int BLOCK>
+auto& subtract_row_kernel() {
+  return row_kernel<&subtract_row_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("subtract_row", {"x", "m", "z", "stride", "n_cols"});
+}
+/// Unfused step 3 as a kernel.
+template <class T, int BLOCK>
+auto& exp_kernel() {
+  return row_kernel<&exp_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("exp", {"z", "e", "stride", "n_cols"});
+}
+/// Unfused step 4 as a kernel.
+template <class T, int BLOCK>
+auto& row_sum_kernel() {
+  return row_kernel<&row_sum_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("row_sum", {"e", "s", "stride", "n_cols"});
+}
+/// Unfused step 5 as a kernel.
+template <class T, int BLOCK>
+auto& divide_row_kernel() {
+  return row_kernel<&divide_row_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("divide_row", {"e", "s", "y", "stride", "n_cols"});
 }
 
 /// out = softmax(in) over each of `rows` contiguous rows of `cols` elements, one program per row.
@@ -130,16 +157,11 @@ void softmax_unfused(Buf& in, Buf& out, UnfusedScratch<Buf>& scratch, std::int64
   detail::check_softmax_cols("softmax_unfused", cols);
   const LaunchConfig cfg({rows}, opt.backend, opt.stream);
   with_block<kSoftmaxMaxCols>(cols, [&]<int BLOCK>() {
-    row_kernel<&row_max_program<T, BLOCK>, BLOCK>("row_max", {"x", "m", "stride", "n_cols"})
-        .launch(cfg, in, scratch.m, cols, cols);
-    row_kernel<&subtract_row_program<T, BLOCK>, BLOCK>("subtract_row", {"x", "m", "z", "stride", "n_cols"})
-        .launch(cfg, in, scratch.m, scratch.z, cols, cols);
-    row_kernel<&exp_program<T, BLOCK>, BLOCK>("exp", {"z", "e", "stride", "n_cols"})
-        .launch(cfg, scratch.z, scratch.e, cols, cols);
-    row_kernel<&row_sum_program<T, BLOCK>, BLOCK>("row_sum", {"e", "s", "stride", "n_cols"})
-        .launch(cfg, scratch.e, scratch.s, cols, cols);
-    row_kernel<&divide_row_program<T, BLOCK>, BLOCK>("divide_row", {"e", "s", "y", "stride", "n_cols"})
-        .launch(cfg, scratch.e, scratch.s, out, cols, cols);
+    row_max_kernel<T, BLOCK>().launch(cfg, in, scratch.m, cols, cols);
+    subtract_row_kernel<T, BLOCK>().launch(cfg, in, scratch.m, scratch.z, cols, cols);
+    exp_kernel<T, BLOCK>().launch(cfg, scratch.z, scratch.e, cols, cols);
+    row_sum_kernel<T, BLOCK>().launch(cfg, scratch.e, scratch.s, cols, cols);
+    divide_row_kernel<T, BLOCK>().launch(cfg, scratch.e, scratch.s, out, cols, cols);
   });
 }
 

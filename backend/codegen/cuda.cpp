@@ -146,7 +146,7 @@ std::string identifier(const std::string& s) {
 class Emitter {
  public:
   Emitter(const ir::Function& fn, const Options& opt)
-      : fn_(fn), opt_(opt), threads_(32 * opt.num_warps),
+      : fn_(fn), opt_(opt), threads_(32 * opt.num_warps), packed_(opt.programs_per_block > 1),
         layouts_(passes::choose_layouts(fn, threads_)),
         axis_(passes::analyze_axis_info(fn, opt.divisibility)) {}
 
@@ -154,14 +154,23 @@ class Emitter {
     check();
     find_pointer_roots();
     os_ << "// tilefuse kernel '" << fn_.name << "': " << opt_.num_warps << " warps (" << threads_
-        << " threads) per program, one program per thread block.\n";
+        << " threads) per program, "
+        << (packed_ ? std::to_string(opt_.programs_per_block) + " programs (one warp each) per thread block.\n"
+                    : std::string("one program per thread block.\n"));
     for (const auto& [n, l] : layouts_)
       os_ << "// layout of " << n << "-element tiles: " << l.per_thread << " per thread in runs of " << l.vector
           << (l.n < threads_ ? " (threads past the tile hold none)" : "") << "\n";
     os_ << kPrelude << "\n";
     signature();
-    os_ << "  const int tid = threadIdx.x;\n";
-    if (uses_reduction()) os_ << "  const int lane = tid & 31;\n  const int warp = tid >> 5;\n";
+    if (packed_) {
+      // Warp w of the block runs program blockIdx.x * P + w; the grid's last block may hold fewer programs.
+      os_ << "  const int tid = threadIdx.x & 31;\n";
+      os_ << "  const int tf_program_x = (int)blockIdx.x * " << opt_.programs_per_block << " + (int)(threadIdx.x >> 5);\n";
+      os_ << "  if (tf_program_x >= tf_num_programs_x) return;\n";
+    } else {
+      os_ << "  const int tid = threadIdx.x;\n";
+    }
+    if (uses_reduction() && opt_.num_warps > 1) os_ << "  const int lane = tid & 31;\n  const int warp = tid >> 5;\n";
     for (const auto& [n, l] : layouts_)
       if (l.n < threads_) os_ << "  const bool live" << n << " = tid < " << n << ";\n";
     for (const ir::Instr& in : fn_.body) instr(in);
@@ -171,6 +180,9 @@ class Emitter {
 
  private:
   void check() const {
+    if (opt_.programs_per_block < 1 || opt_.programs_per_block > 32 || (packed_ && opt_.num_warps != 1))
+      throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': programs_per_block must be 1, or up "
+                                  "to 32 for one-warp programs");
     if (opt_.num_warps < 1 || opt_.num_warps > 32 || (opt_.num_warps & (opt_.num_warps - 1)))
       throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': num_warps must be a power of two "
                                   "from 1 to 32, got " + std::to_string(opt_.num_warps));
@@ -203,13 +215,14 @@ class Emitter {
   }
 
   void signature() {
-    os_ << "extern \"C\" __global__ void __launch_bounds__(" << threads_ << ") " << kernel_symbol(fn_) << "(";
+    os_ << "extern \"C\" __global__ void __launch_bounds__(" << threads_ * opt_.programs_per_block << ") " << kernel_symbol(fn_) << "(";
     for (std::size_t i = 0; i < fn_.params.size(); ++i) {
       const auto& p = fn_.params[i];
       std::string type = reg_type(p.type);
       if (p.type.pointer && !written_[i]) type = "const " + type;
       os_ << (i ? ", " : "") << type << " a_" << identifier(p.name);
     }
+    if (packed_) os_ << (fn_.params.empty() ? "" : ", ") << "int tf_num_programs_x";
     os_ << ") {\n";
   }
 
@@ -258,10 +271,13 @@ class Emitter {
             << identifier(fn_.params[in.index].name) << ";\n";
         break;
       case Op::program_id:
-        os_ << "  const int " << v(in.result) << " = (int)blockIdx." << "xyz"[in.index] << ";\n";
+        os_ << "  const int " << v(in.result) << " = "
+            << (packed_ && in.index == 0 ? std::string("tf_program_x") : std::string("(int)blockIdx.") + "xyz"[in.index]) << ";\n";
         break;
       case Op::num_programs:
-        os_ << "  const int " << v(in.result) << " = (int)gridDim." << "xyz"[in.index] << ";\n";
+        os_ << "  const int " << v(in.result) << " = "
+            << (packed_ && in.index == 0 ? std::string("tf_num_programs_x") : std::string("(int)gridDim.") + "xyz"[in.index])
+            << ";\n";
         break;
       case Op::arange: elementwise(in, index_expr(layout(*t))); break;
       case Op::constant: elementwise(in, literal(t->dtype, in.number)); break;
@@ -479,6 +495,7 @@ class Emitter {
   const ir::Function& fn_;
   const Options& opt_;
   int threads_;
+  bool packed_;
   std::map<std::int64_t, passes::TileLayout> layouts_;
   std::vector<passes::AxisInfo> axis_;
   std::vector<std::int64_t> root_;

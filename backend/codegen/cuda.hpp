@@ -13,6 +13,9 @@ namespace tilefuse::codegen {
 struct Options {
   int num_warps = 4;              ///< threads per program = 32 * num_warps
   std::vector<int> divisibility;  ///< per parameter: integer divisibility or pointer byte alignment (1..16)
+  /// Programs packed into one thread block along axis 0 (one warp each; needs num_warps == 1). Above 1,
+  /// the kernel takes one extra trailing int parameter: the number of programs along axis 0.
+  int programs_per_block = 1;
 };
 
 /// The extern "C" symbol of the kernel generated for `fn`.

@@ -79,7 +79,7 @@ Specialization Program::default_specialization() const {
 }
 
 std::string Program::cuda_source(const Specialization& spec) const {
-  return codegen::cuda_source(fn_, codegen::Options{options_.num_warps, spec.divisibility});
+  return codegen::cuda_source(fn_, codegen::Options{options_.num_warps, spec.divisibility, spec.programs_per_block});
 }
 
 CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const {
@@ -166,7 +166,9 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
   // Specialize on what the arguments reveal about alignment, as Triton does: vector accesses need it.
   Specialization spec;
   spec.divisibility.resize(args.size());
-  void* params[64];
+  // One-warp programs on a large grid: 8 per block, so an SM holds 64 of them rather than its 32-block limit.
+  if (options_.num_warps == 1 && config.grid.x >= 4096) spec.programs_per_block = 8;
+  void* params[65];
   if (args.size() > 64) throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "' has more than 64 parameters");
   for (std::size_t i = 0; i < args.size(); ++i) {
     const Arg& a = args[i];
@@ -214,9 +216,12 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
       gpu_->last = entry;
     }
   }
-  const driver::Dim3 grid{static_cast<unsigned>(config.grid.x), static_cast<unsigned>(config.grid.y),
-                          static_cast<unsigned>(config.grid.z)};
-  const driver::Dim3 block{static_cast<unsigned>(32 * options_.num_warps), 1, 1};
+  const int packed = spec.programs_per_block;
+  std::int32_t programs_x = static_cast<std::int32_t>(config.grid.x);
+  if (packed > 1) params[args.size()] = &programs_x;
+  const driver::Dim3 grid{static_cast<unsigned>((config.grid.x + packed - 1) / packed),
+                          static_cast<unsigned>(config.grid.y), static_cast<unsigned>(config.grid.z)};
+  const driver::Dim3 block{static_cast<unsigned>(32 * options_.num_warps * packed), 1, 1};
   driver::launch(entry->function, grid, block, 0, config.stream, params, fn_.name.c_str());
 }
 

@@ -24,6 +24,8 @@ struct KernelOptions {
 /// argument, or the byte alignment (1 to 16) of a pointer argument. Keys the GPU specializations.
 struct Specialization {
   std::vector<int> divisibility;
+  /// One-warp programs packed per thread block along axis 0 (the runtime packs 8 for large grids).
+  int programs_per_block = 1;
   friend bool operator==(const Specialization&, const Specialization&) = default;
 };
 

@@ -64,7 +64,11 @@ TEST_F(Gpu, SoftmaxBf16AllWidths) {
   for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384}) check_softmax<bfloat16>(37, cols);
 }
 
-TEST_F(Gpu, SoftmaxManyRows) { check_softmax<float>(65536, 128); }
+TEST_F(Gpu, SoftmaxManyRows) {
+  check_softmax<float>(65536, 128);  // one-warp programs, 8 per block
+  check_softmax<float>(4097, 100);   // a last block with one program
+  check_softmax<bfloat16>(5000, 64);
+}
 
 TEST_F(Gpu, SoftmaxInPlace) {
   const std::int64_t rows = 33, cols = 777;
@@ -121,14 +125,16 @@ TEST_F(Gpu, IntOpsMatchInterpreterExactly) {
   const std::size_t rows = testkit::int_ops().size();
   DeviceBuffer<std::int32_t> da{std::span<const std::int32_t>(a)}, db{std::span<const std::int32_t>(b)}, out(rows * n);
   DeviceBuffer<std::int64_t> wide(n);
-  out.fill_bytes(0xab);
-  wide.fill_bytes(0xab);
+  std::vector<std::int32_t> interp(rows * n, -7);  // the same poison on both sides: unwritten stays -7
+  std::vector<std::int64_t> interp_wide(n, -7);
+  out.upload(interp);
+  wide.upload(interp_wide);
   Kernel<&testkit::int_ops_program<256>> k("int_ops", {.num_warps = 4});
   k.launch({{3}, Backend::gpu}, da, db, out, wide, n);
-  std::vector<std::int32_t> interp(rows * n, -7);
-  std::vector<std::int64_t> interp_wide(n, -7);
   k.launch({{3}, Backend::interpreter}, a, b, interp, interp_wide, n);
-  EXPECT_EQ(out.download(), interp);
+  const auto gpu = out.download();
+  for (std::size_t i = 0; i < gpu.size(); ++i)
+    ASSERT_EQ(gpu[i], interp[i]) << testkit::int_ops()[i / n].name << " element " << i % n;
   EXPECT_EQ(wide.download(), interp_wide);
   for (int i = 0; i < n; ++i) EXPECT_EQ(interp_wide[i], std::int64_t{a[i]} * b[i]);
 }

@@ -40,8 +40,6 @@ template <class S, int W> __device__ __forceinline__ void tf_store_vec(S* p, con
 
 extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u16* a_in, tf_u16* a_out, int a_stride, int a_n_cols) {
   const int tid = threadIdx.x;
-  const int lane = tid & 31;
-  const int warp = tid >> 5;
   // %0 = param 0 "in" : ptr<bf16>
   const tf_u16* const v0 = a_in;
   // %1 = param 1 "out" : ptr<bf16>

@@ -24,11 +24,11 @@ void compile_all_softmax() {
   for (std::int64_t block = 1; block <= kernels::kSoftmaxMaxCols; block *= 2) {
     kernels::with_block<kernels::kSoftmaxMaxCols>(block, [&]<int B>() {
       expect_clean(kernels::softmax_kernel<T, B>().program());
-      expect_clean(kernels::row_kernel<&kernels::row_max_program<T, B>, B>("row_max", {"x", "m", "stride", "n_cols"}).program());
-      expect_clean(kernels::row_kernel<&kernels::subtract_row_program<T, B>, B>("subtract_row", {"x", "m", "z", "stride", "n_cols"}).program());
-      expect_clean(kernels::row_kernel<&kernels::exp_program<T, B>, B>("exp", {"z", "e", "stride", "n_cols"}).program());
-      expect_clean(kernels::row_kernel<&kernels::row_sum_program<T, B>, B>("row_sum", {"e", "s", "stride", "n_cols"}).program());
-      expect_clean(kernels::row_kernel<&kernels::divide_row_program<T, B>, B>("divide_row", {"e", "s", "y", "stride", "n_cols"}).program());
+      expect_clean(kernels::row_max_kernel<T, B>().program());
+      expect_clean(kernels::subtract_row_kernel<T, B>().program());
+      expect_clean(kernels::exp_kernel<T, B>().program());
+      expect_clean(kernels::row_sum_kernel<T, B>().program());
+      expect_clean(kernels::divide_row_kernel<T, B>().program());
     });
   }
 }
@@ -38,6 +38,19 @@ void compile_all_softmax() {
 TEST(Nvrtc, EverySoftmaxKernelCompilesWithoutSpillsF32) { compile_all_softmax<tl::f32>(); }
 TEST(Nvrtc, EverySoftmaxKernelCompilesWithoutSpillsF16) { compile_all_softmax<tl::f16>(); }
 TEST(Nvrtc, EverySoftmaxKernelCompilesWithoutSpillsBf16) { compile_all_softmax<tl::bf16>(); }
+
+TEST(Nvrtc, PackedProgramsCompile) {
+  auto& p = kernels::softmax_kernel<tl::f32, 128>().program();
+  ASSERT_EQ(p.num_warps(), 1);
+  auto spec = p.default_specialization();
+  spec.programs_per_block = 8;
+  const std::string src = p.cuda_source(spec);
+  EXPECT_NE(src.find("__launch_bounds__(256)"), std::string::npos);
+  EXPECT_NE(src.find("int tf_num_programs_x)"), std::string::npos);
+  EXPECT_NE(src.find("if (tf_program_x >= tf_num_programs_x) return;"), std::string::npos);
+  const auto c = nvrtc::compile(src, codegen::kernel_symbol(p.ir()), nvrtc::options_for("sm_90"));
+  EXPECT_EQ(c.spill_stores + c.spill_loads, 0);
+}
 
 TEST(Nvrtc, TestKernelsCompile) {
   Kernel<&testkit::float_ops_program<tl::f16, 256>> f("float_ops", {.num_warps = 2});
