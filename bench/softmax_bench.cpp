@@ -15,6 +15,7 @@
 #include "backend/cache/cache.hpp"
 #include "backend/codegen/cuda.hpp"
 #include "bench/measure.hpp"
+#include "kernels/layernorm.hpp"
 #include "kernels/reference.hpp"
 #include "kernels/softmax.hpp"
 
@@ -36,6 +37,15 @@ std::string g_gpu_skip;  // why GPU rows are skipped, empty when there is a GPU
 std::map<std::size_t, double>& copy_us() {
   static std::map<std::size_t, double> m;
   return m;
+}
+
+// Median copy time of `bytes` (read) + `bytes` (written), measured once per size in this process.
+double copy_time_us(std::size_t bytes, int sets, void* stream, int runs) {
+  if (!copy_us().count(bytes)) {
+    bench::CopyBaseline copy(bytes, sets);
+    copy_us()[bytes] = copy.time(stream, runs).median_us;
+  }
+  return copy_us()[bytes];
 }
 
 template <class H>
@@ -67,10 +77,7 @@ void softmax_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols,
     state.SkipWithError(("wrong result, rel err " + std::to_string(err)).c_str());
     return;
   }
-  if (!copy_us().count(bytes)) {
-    bench::CopyBaseline copy(bytes, sets);
-    copy_us()[bytes] = copy.time(stream.handle(), runs).median_us;
-  }
+  copy_time_us(bytes, sets, stream.handle(), runs);
   bench::Timing fused, unfused;
   for (auto _ : state) {
     fused = bench::time_launches([&](int s) { kernels::softmax(xs[s], ys[s], rows, cols, opt); }, sets, stream.handle(),
@@ -95,6 +102,60 @@ void softmax_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols,
   std::snprintf(note, sizeof note, "fused is %.2fx faster", unfused.median_us / fused.median_us);
   g_rows.push_back({"softmax", "tilefuse unfused (5 kernels)", shape, dtype, unfused.median_us,
                     4 * moved / unfused.median_us / 1e3, c / unfused.median_us, note});
+}
+
+// LayerNorm (kind "layernorm") or RMSNorm ("rmsnorm") over rows x cols, against a copy of x's bytes.
+template <class H>
+void norm_rows(benchmark::State& state, const char* kind, std::int64_t rows, std::int64_t cols, const char* dtype) {
+  if (!g_gpu_skip.empty()) {
+    state.SkipWithError(("no GPU: " + g_gpu_skip).c_str());
+    return;
+  }
+  const bool layer = std::string(kind) == "layernorm";
+  const std::size_t n = static_cast<std::size_t>(rows * cols), bytes = n * sizeof(H);
+  const int runs = g_smoke ? 20 : 200;
+  driver::Stream stream;
+  const kernels::RowOptions opt{Backend::gpu, stream.handle()};
+  const int sets = bench::rotation_sets(2 * bytes);
+  const auto hx = reference::random_vector<H>(n, 7);
+  const auto hw = reference::random_vector<H>(cols, 8), hb = reference::random_vector<H>(cols, 9);
+  std::vector<DeviceBuffer<H>> xs, ys;
+  for (int s = 0; s < sets; ++s) {
+    xs.emplace_back(hx);
+    ys.emplace_back(n);
+  }
+  DeviceBuffer<H> w(hw), b(hb);
+  kernels::RowStats<DeviceBuffer<float>> stats{DeviceBuffer<float>(rows), DeviceBuffer<float>(rows)};
+  auto run = [&](int s) {
+    if (layer) kernels::layernorm(xs[s], w, b, ys[s], stats, rows, cols, 1e-5f, opt);
+    else kernels::rmsnorm(xs[s], w, ys[s], rows, cols, 1e-6f, opt);
+  };
+  ys[0].fill_bytes(0xff);
+  run(0);
+  stream.synchronize();
+  const auto ref = layer ? reference::layernorm<H>(hx, hw, hb, rows, cols, 1e-5) : reference::rmsnorm<H>(hx, hw, rows, cols, 1e-6);
+  const double err = reference::relative_error<H>(ys[0].download(), ref);
+  if (!(err <= reference::tolerance<H>())) {
+    g_failed = true;
+    state.SkipWithError(("wrong result, rel err " + std::to_string(err)).c_str());
+    return;
+  }
+  const double c = copy_time_us(bytes, sets, stream.handle(), runs);
+  bench::Timing t;
+  for (auto _ : state) {
+    t = bench::time_launches(run, sets, stream.handle(), 20, runs);
+    state.SetIterationTime(t.median_us * 1e-6);
+  }
+  const double moved = 2.0 * bytes;  // x read, y written (w, b and the row statistics are under 0.1%)
+  state.counters["us"] = t.median_us;
+  state.counters["GBps"] = moved / t.median_us / 1e3;
+  state.counters["x_copy"] = c / t.median_us;
+  const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+  g_rows.push_back({"copy", "device copy, same bytes", shape, dtype, c, moved / c / 1e3, 1.0, ""});
+  char note[64];
+  std::snprintf(note, sizeof note, "rel err %.1e vs float64", err);
+  g_rows.push_back({kind, layer ? "tilefuse two-pass, one program per row" : "tilefuse, one program per row", shape,
+                    dtype, t.median_us, moved / t.median_us / 1e3, c / t.median_us, note});
 }
 
 // ---- host costs ----
@@ -265,6 +326,20 @@ int main(int argc, char** argv) {
     auto* b = std::string(s.dtype) == "bf16"
                   ? benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_rows<bfloat16>(st, s.rows, s.cols, s.dtype); })
                   : benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_rows<float>(st, s.rows, s.cols, s.dtype); });
+    b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+  }
+  struct Norm { const char* kind; std::int64_t rows, cols; const char* dtype; };
+  std::vector<Norm> norms = {{"layernorm", 4096, 4096, "f32"},  {"layernorm", 8192, 8192, "bf16"},
+                             {"layernorm", 32768, 1024, "f16"}, {"layernorm", 4096, 12288, "bf16"},
+                             {"layernorm", 16384, 768, "f32"},  {"rmsnorm", 32768, 4096, "bf16"}};
+  if (g_smoke) norms = {{"layernorm", 256, 1000, "f32"}, {"rmsnorm", 128, 4096, "bf16"}};
+  for (const auto& m : norms) {
+    const std::string name = std::string(m.kind) + "/" + std::to_string(m.rows) + "x" + std::to_string(m.cols) + "/" + m.dtype;
+    const std::string dt = m.dtype;
+    benchmark::internal::Benchmark* b =
+        dt == "f32"  ? benchmark::RegisterBenchmark(name.c_str(), [m](benchmark::State& st) { norm_rows<float>(st, m.kind, m.rows, m.cols, m.dtype); })
+        : dt == "f16" ? benchmark::RegisterBenchmark(name.c_str(), [m](benchmark::State& st) { norm_rows<half>(st, m.kind, m.rows, m.cols, m.dtype); })
+                      : benchmark::RegisterBenchmark(name.c_str(), [m](benchmark::State& st) { norm_rows<bfloat16>(st, m.kind, m.rows, m.cols, m.dtype); });
     b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
   }
   benchmark::RegisterBenchmark("host/cold_nvrtc_compile", cold_compile)->Iterations(g_smoke ? 1 : 5)->Unit(benchmark::kMillisecond);

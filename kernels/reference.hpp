@@ -76,3 +76,43 @@ template <class H> constexpr double tolerance() {
 }
 
 }  // namespace tilefuse::reference
+
+namespace tilefuse::reference {
+
+/// LayerNorm in float64: y = (x - mean) / sqrt(var + eps) * w + b per row; also the mean and rstd.
+template <class H>
+std::vector<double> layernorm(std::span<const H> x, std::span<const H> w, std::span<const H> b, std::int64_t rows,
+                              std::int64_t cols, double eps, std::vector<double>* mean = nullptr,
+                              std::vector<double>* rstd = nullptr) {
+  std::vector<double> y(static_cast<std::size_t>(rows * cols));
+  if (mean) mean->assign(rows, 0);
+  if (rstd) rstd->assign(rows, 0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double m = 0, v = 0;
+    for (std::int64_t c = 0; c < cols; ++c) m += to_float(x[r * cols + c]);
+    m /= static_cast<double>(cols);
+    for (std::int64_t c = 0; c < cols; ++c) v += (to_float(x[r * cols + c]) - m) * (to_float(x[r * cols + c]) - m);
+    v /= static_cast<double>(cols);
+    const double rs = 1.0 / std::sqrt(v + eps);
+    for (std::int64_t c = 0; c < cols; ++c)
+      y[r * cols + c] = (to_float(x[r * cols + c]) - m) * rs * to_float(w[c]) + to_float(b[c]);
+    if (mean) (*mean)[r] = m;
+    if (rstd) (*rstd)[r] = rs;
+  }
+  return y;
+}
+
+/// RMSNorm in float64: y = x / sqrt(mean(x^2) + eps) * w per row.
+template <class H>
+std::vector<double> rmsnorm(std::span<const H> x, std::span<const H> w, std::int64_t rows, std::int64_t cols, double eps) {
+  std::vector<double> y(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) s += static_cast<double>(to_float(x[r * cols + c])) * to_float(x[r * cols + c]);
+    const double rs = 1.0 / std::sqrt(s / static_cast<double>(cols) + eps);
+    for (std::int64_t c = 0; c < cols; ++c) y[r * cols + c] = to_float(x[r * cols + c]) * rs * to_float(w[c]);
+  }
+  return y;
+}
+
+}  // namespace tilefuse::reference

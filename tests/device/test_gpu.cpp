@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "kernels/layernorm.hpp"
 #include "kernels/reference.hpp"
 #include "kernels/softmax.hpp"
 #include "tests/common/op_kernels.hpp"
@@ -157,6 +158,71 @@ TEST_F(Gpu, InterpreterRunsOnDeviceBuffers) {
   y.fill_bytes(0xff);
   kernels::softmax(x, y, rows, cols, {Backend::interpreter});
   EXPECT_LE(reference::relative_error<float>(y.download(), reference::softmax<float>(host, rows, cols)), 1e-5);
+}
+
+template <class H>
+void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("layernorm " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto hx = reference::random_vector<H>(n, seed, mean, 1.f);
+  auto hw = reference::random_vector<H>(cols, seed + 1);
+  auto hb = reference::random_vector<H>(cols, seed + 2);
+  DeviceBuffer<H> x(hx), w(hw), b(hb), y(n);
+  kernels::RowStats<DeviceBuffer<float>> stats{DeviceBuffer<float>(rows), DeviceBuffer<float>(rows)};
+  y.fill_bytes(0xff);
+  stats.mean.fill_bytes(0xff);
+  stats.rstd.fill_bytes(0xff);
+  kernels::layernorm(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu});
+  std::vector<H> interp(n, reference::from_float<H>(std::nanf("")));
+  kernels::RowStats<std::vector<float>> istats{std::vector<float>(rows), std::vector<float>(rows)};
+  kernels::layernorm(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter});
+  std::vector<double> mean_ref, rstd_ref;
+  const auto ref = reference::layernorm<H>(hx, hw, hb, rows, cols, 1e-5, &mean_ref, &rstd_ref);
+  const double tol = std::max(reference::tolerance<H>(), mean != 0.f ? 1e-3 : 0.0);
+  const auto gpu = y.download();
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 4 * tol, 4 * tol), 1.0);
+  EXPECT_LE(reference::relative_error<float>(stats.mean.download(), mean_ref), 1e-5);
+  EXPECT_LE(reference::relative_error<float>(stats.rstd.download(), rstd_ref), std::max(1e-5, tol));
+  std::vector<double> interp_d(n);
+  for (std::size_t i = 0; i < n; ++i) interp_d[i] = reference::to_float(interp[i]);
+  EXPECT_LE(reference::worst_element<H>(gpu, interp_d, 4 * tol, 4 * tol), 1.0);
+}
+
+template <class H>
+void check_rmsnorm(std::int64_t rows, std::int64_t cols) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("rmsnorm " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto hx = reference::random_vector<H>(n, seed);
+  auto hw = reference::random_vector<H>(cols, seed + 1);
+  DeviceBuffer<H> x(hx), w(hw), y(n);
+  y.fill_bytes(0xff);
+  kernels::rmsnorm(x, w, y, rows, cols, 1e-6f, {Backend::gpu});
+  const auto ref = reference::rmsnorm<H>(hx, hw, rows, cols, 1e-6);
+  const auto gpu = y.download();
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), reference::tolerance<H>());
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 4 * reference::tolerance<H>(), 4 * reference::tolerance<H>()), 1.0);
+}
+
+TEST_F(Gpu, LayerNormAllDtypesAndWidths) {
+  for (std::int64_t cols : {1, 7, 128, 768, 1000, 1001, 4096, 12288, 16384}) {
+    check_layernorm<float>(37, cols);
+    check_layernorm<half>(19, cols);
+    check_layernorm<bfloat16>(19, cols);
+  }
+  check_layernorm<float>(20000, 64);  // one-warp programs packed per block
+}
+
+TEST_F(Gpu, LayerNormLargeMeanTwoPass) { check_layernorm<float>(64, 4096, 1e4f); }
+
+TEST_F(Gpu, RmsNormAllDtypes) {
+  for (std::int64_t cols : {1, 100, 1024, 4096, 12288}) {
+    check_rmsnorm<float>(33, cols);
+    check_rmsnorm<half>(33, cols);
+    check_rmsnorm<bfloat16>(33, cols);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,142 @@
+// LayerNorm and RMSNorm forward, one program per row with the row in registers. LayerNorm is two-pass
+// inside the program: the mean first, then the variance of the centered values it already holds (no
+// second read of memory), which stays accurate when the mean is large against the spread.
+#pragma once
+
+#include "kernels/common.hpp"
+#include "kernels/softmax.hpp"
+
+namespace tilefuse::kernels {
+
+namespace tl = tilefuse::tl;
+
+/// Widest row one normalization program holds in registers.
+inline constexpr std::int64_t kNormMaxCols = 16384;
+
+/// y = (x - mean) * rstd * w + b per row; writes mean and rstd per row (f32) for a backward pass.
+template <class T, int BLOCK>
+void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                       tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                       tl::Scalar<tl::f32> eps) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  auto mask = cols < n;
+  auto xv = tl::cast<tl::f32>(tl::load(x + row * stride + cols, mask));
+  auto count = tl::cast<tl::f32>(n);
+  auto mean = tl::sum(xv) / count;
+  auto centered = tl::where(mask, xv - mean, 0.0);  // the masked tail must not add (0 - mean)^2
+  auto var = tl::sum(centered * centered) / count;
+  auto rstd = 1.0 / tl::sqrt(var + eps);
+  auto wv = tl::cast<tl::f32>(tl::load(w + cols, mask));
+  auto bv = tl::cast<tl::f32>(tl::load(b + cols, mask));
+  tl::store(y + row * stride + cols, tl::cast<T>(centered * rstd * wv + bv), mask);
+  tl::store(mean_out + row, mean);
+  tl::store(rstd_out + row, rstd);
+}
+
+/// The one-pass variant, var = E[x^2] - E[x]^2 in f32: what the two-pass kernel is tested against (it
+/// loses every digit when |mean| >> std). Kept as a baseline, not for use.
+template <class T, int BLOCK>
+void layernorm_one_pass_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                                tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                                tl::Scalar<tl::f32> eps) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  auto mask = cols < n;
+  auto xv = tl::cast<tl::f32>(tl::load(x + row * stride + cols, mask));
+  auto count = tl::cast<tl::f32>(n);
+  auto mean = tl::sum(xv) / count;
+  auto var = tl::maximum(tl::sum(xv * xv) / count - mean * mean, 0.0);
+  auto rstd = 1.0 / tl::sqrt(var + eps);
+  auto wv = tl::cast<tl::f32>(tl::load(w + cols, mask));
+  auto bv = tl::cast<tl::f32>(tl::load(b + cols, mask));
+  tl::store(y + row * stride + cols, tl::cast<T>((xv - mean) * rstd * wv + bv), mask);
+  tl::store(mean_out + row, mean);
+  tl::store(rstd_out + row, rstd);
+}
+
+/// y = x * rsqrt(mean(x^2) + eps) * w per row.
+template <class T, int BLOCK>
+void rmsnorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> y, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                     tl::Scalar<tl::f32> eps) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  auto mask = cols < n;
+  auto xv = tl::cast<tl::f32>(tl::load(x + row * stride + cols, mask));
+  auto rstd = 1.0 / tl::sqrt(tl::sum(xv * xv) / tl::cast<tl::f32>(n) + eps);
+  auto wv = tl::cast<tl::f32>(tl::load(w + cols, mask));
+  tl::store(y + row * stride + cols, tl::cast<T>(xv * rstd * wv), mask);
+}
+
+/// The LayerNorm kernel for dtype T and row tile BLOCK.
+template <class T, int BLOCK>
+auto& layernorm_kernel() {
+  return row_kernel<&layernorm_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>(
+      "layernorm", {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"});
+}
+/// The one-pass LayerNorm baseline kernel.
+template <class T, int BLOCK>
+auto& layernorm_one_pass_kernel() {
+  return row_kernel<&layernorm_one_pass_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>(
+      "layernorm_one_pass", {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"});
+}
+/// The RMSNorm kernel for dtype T and row tile BLOCK.
+template <class T, int BLOCK>
+auto& rmsnorm_kernel() {
+  return row_kernel<&rmsnorm_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("rmsnorm",
+                                                                                   {"x", "w", "y", "stride", "n", "eps"});
+}
+
+namespace detail {
+inline void check_norm_cols(const char* kernel, std::int64_t cols) {
+  if (cols > kNormMaxCols)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": cols = " + std::to_string(cols) +
+                                " exceeds the one-program row limit of " + std::to_string(kNormMaxCols) + " elements");
+}
+}  // namespace detail
+
+/// Per-row statistics LayerNorm writes (f32, one per row), for a backward pass.
+template <class F32Buf>
+struct RowStats {
+  F32Buf mean, rstd;
+};
+
+/// y = LayerNorm(x) * w + b over rows x cols (contiguous rows); stats receives mean and rstd per row.
+/// Buf is DeviceBuffer<H> or std::span<H> / std::vector<H> (H = float, half, bfloat16); F32Buf holds floats.
+template <class Buf, class F32Buf>
+void layernorm(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
+               float eps = 1e-5f, const RowOptions& opt = {}, bool one_pass = false) {
+  using T = tl::dtype_of_host_t<element_of_t<Buf>>;
+  static_assert(tl::is_float_tag<T>, "tilefuse layernorm: elements must be float, tilefuse::half or tilefuse::bfloat16.");
+  static_assert(std::is_same_v<element_of_t<F32Buf>, float>, "tilefuse layernorm: mean and rstd are float buffers.");
+  check_matrix("layernorm", "x", x, rows, cols);
+  check_matrix("layernorm", "y", y, rows, cols);
+  check_vector("layernorm", "w", w, cols);
+  check_vector("layernorm", "b", b, cols);
+  check_vector("layernorm", "mean", stats.mean, rows);
+  check_vector("layernorm", "rstd", stats.rstd, rows);
+  detail::check_norm_cols("layernorm", cols);
+  with_block<kNormMaxCols>(cols, [&]<int BLOCK>() {
+    const LaunchConfig cfg({rows}, opt.backend, opt.stream);
+    if (one_pass)
+      layernorm_one_pass_kernel<T, BLOCK>().launch(cfg, x, w, b, y, stats.mean, stats.rstd, cols, cols, eps);
+    else
+      layernorm_kernel<T, BLOCK>().launch(cfg, x, w, b, y, stats.mean, stats.rstd, cols, cols, eps);
+  });
+}
+
+/// y = RMSNorm(x) * w over rows x cols (contiguous rows).
+template <class Buf>
+void rmsnorm(Buf& x, Buf& w, Buf& y, std::int64_t rows, std::int64_t cols, float eps = 1e-6f, const RowOptions& opt = {}) {
+  using T = tl::dtype_of_host_t<element_of_t<Buf>>;
+  static_assert(tl::is_float_tag<T>, "tilefuse rmsnorm: elements must be float, tilefuse::half or tilefuse::bfloat16.");
+  check_matrix("rmsnorm", "x", x, rows, cols);
+  check_matrix("rmsnorm", "y", y, rows, cols);
+  check_vector("rmsnorm", "w", w, cols);
+  detail::check_norm_cols("rmsnorm", cols);
+  with_block<kNormMaxCols>(cols, [&]<int BLOCK>() {
+    rmsnorm_kernel<T, BLOCK>().launch(LaunchConfig({rows}, opt.backend, opt.stream), x, w, y, cols, cols, eps);
+  });
+}
+
+}  // namespace tilefuse::kernels
