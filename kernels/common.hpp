@@ -3,6 +3,7 @@
 #pragma once
 
 #include <bit>
+#include <cstdlib>
 #include <cstdint>
 #include <vector>
 #include <span>
@@ -34,13 +35,24 @@ constexpr std::int64_t next_pow2(std::int64_t n) {
   return p;
 }
 
-/// Warps per program for a row tile of `block` elements of `elem_bytes` each: two 16-byte vectors per
-/// thread (8 f32 or 16 bf16 elements), so each thread has two loads in flight; 1 to 32 warps.
-constexpr int row_warps(std::int64_t block, int elem_bytes = 4) {
-  std::int64_t w = block / (32 * (32 / elem_bytes));
+/// Warps per program for a row tile of `block` elements of `elem_bytes` each, when every thread holds
+/// `vectors` 16-byte vectors of the row (that many loads in flight per thread); 1 to 32 warps.
+constexpr int row_warps(std::int64_t block, int elem_bytes, int vectors) {
+  std::int64_t w = block / (32 * vectors * (16 / elem_bytes));
   if (w < 1) w = 1;
   if (w > 32) w = 32;
   return static_cast<int>(w);
+}
+
+/// 16-byte vectors per thread for a family of row kernels: `fallback`, or TILEFUSE_ROW_VECTORS when set
+/// (a tuning knob for benchmarks; kernels are made once per process, so set it before the first launch).
+inline int row_vectors(int fallback) {
+  if (const char* v = std::getenv("TILEFUSE_ROW_VECTORS"); v && *v) {
+    const int n = std::atoi(v);
+    if (n == 1 || n == 2 || n == 4 || n == 8) return n;
+    throw std::invalid_argument(std::string("tilefuse: TILEFUSE_ROW_VECTORS must be 1, 2, 4 or 8, got ") + v);
+  }
+  return fallback;
 }
 
 /// Calls f.template operator()<BLOCK>() with BLOCK = next_pow2(cols), for BLOCK up to MaxBlock.

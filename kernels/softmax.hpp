@@ -72,11 +72,12 @@ void divide_row_program(tl::Ptr<T> e, tl::Ptr<T> s, tl::Ptr<T> y, tl::Scalar<tl:
   tl::store(y + row * stride + cols, tl::cast<T>(v), mask);
 }
 
-/// The kernel object for a program at a given BLOCK, made (and traced) on first use.
-template <auto Fn, int BLOCK, int ElemBytes = 4>
+/// The kernel object for a program at a given BLOCK, made (and traced) on first use; each thread holds
+/// `Vectors` 16-byte vectors of the row (see row_warps).
+template <auto Fn, int BLOCK, int ElemBytes, int Vectors = 2>
 Kernel<Fn>& row_kernel(const char* name, std::vector<std::string> params) {
   static Kernel<Fn> k(std::string(name) + "_" + std::to_string(BLOCK),
-                      KernelOptions{row_warps(BLOCK, ElemBytes), std::move(params)});
+                      KernelOptions{row_warps(BLOCK, ElemBytes, row_vectors(Vectors)), std::move(params)});
   return k;
 }
 
