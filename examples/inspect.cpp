@@ -1,7 +1,7 @@
 // Prints what tilefuse makes of a tile program, without a GPU: the IR, the generated CUDA C++, the PTX,
 // and the ptxas register and spill report of the CUBIN for sm_90 (or --arch).
 //
-//   inspect [--kernel softmax|row_max] [--dtype f32|f16|bf16] [--block N] [--arch sm_90] [--only ir|cuda|ptx|report]
+//   inspect [--kernel softmax|row_max|layernorm|rmsnorm] [--dtype f32|f16|bf16] [--block N] [--arch sm_90] [--only ir|cuda|ptx|report]
 //           [--cubin FILE]   (also writes the CUBIN, for cuobjdump --dump-sass FILE)
 #include <cstdio>
 #include <fstream>
@@ -9,6 +9,7 @@
 
 #include "backend/nvrtc/nvrtc.hpp"
 #include "backend/codegen/cuda.hpp"
+#include "kernels/layernorm.hpp"
 #include "kernels/softmax.hpp"
 
 using namespace tilefuse;
@@ -22,8 +23,10 @@ Program& pick(const std::string& kernel, std::int64_t block) {
     if (kernel == "softmax") p = &kernels::softmax_kernel<T, B>().program();
     else if (kernel == "row_max")
       p = &kernels::row_max_kernel<T, B>().program();
+    else if (kernel == "layernorm") p = &kernels::layernorm_kernel<T, B>().program();
+    else if (kernel == "rmsnorm") p = &kernels::rmsnorm_kernel<T, B>().program();
   });
-  if (!p) throw std::invalid_argument("inspect: --kernel must be softmax or row_max, got " + kernel);
+  if (!p) throw std::invalid_argument("inspect: --kernel must be softmax, row_max, layernorm or rmsnorm, got " + kernel);
   return *p;
 }
 

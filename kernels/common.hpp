@@ -35,24 +35,25 @@ constexpr std::int64_t next_pow2(std::int64_t n) {
   return p;
 }
 
-/// Warps per program for a row tile of `block` elements of `elem_bytes` each, when every thread holds
-/// `vectors` 16-byte vectors of the row (that many loads in flight per thread); 1 to 32 warps.
-constexpr int row_warps(std::int64_t block, int elem_bytes, int vectors) {
-  std::int64_t w = block / (32 * vectors * (16 / elem_bytes));
+/// Warps per program for a row tile of `block` elements when each thread holds `per_thread` of them;
+/// 1 to 32 warps.
+constexpr int row_warps(std::int64_t block, int per_thread) {
+  std::int64_t w = block / (32 * per_thread);
   if (w < 1) w = 1;
   if (w > 32) w = 32;
   return static_cast<int>(w);
 }
 
-/// 16-byte vectors per thread for a family of row kernels: `fallback`, or TILEFUSE_ROW_VECTORS when set
-/// (a tuning knob for benchmarks; kernels are made once per process, so set it before the first launch).
-inline int row_vectors(int fallback) {
-  if (const char* v = std::getenv("TILEFUSE_ROW_VECTORS"); v && *v) {
+/// Row elements per thread for the sample row kernels: 16 (measured best on the H200 for f32, f16 and
+/// bf16 softmax and LayerNorm, see bench/results), or TILEFUSE_ROW_ELEMENTS when set (a tuning knob for
+/// sweeps; kernels are made once per process, so set it before the first launch).
+inline int row_elements_per_thread() {
+  if (const char* v = std::getenv("TILEFUSE_ROW_ELEMENTS"); v && *v) {
     const int n = std::atoi(v);
-    if (n == 1 || n == 2 || n == 4 || n == 8) return n;
-    throw std::invalid_argument(std::string("tilefuse: TILEFUSE_ROW_VECTORS must be 1, 2, 4 or 8, got ") + v);
+    if (n >= 1 && n <= 64 && (n & (n - 1)) == 0) return n;
+    throw std::invalid_argument(std::string("tilefuse: TILEFUSE_ROW_ELEMENTS must be a power of two from 1 to 64, got ") + v);
   }
-  return fallback;
+  return 16;
 }
 
 /// Calls f.template operator()<BLOCK>() with BLOCK = next_pow2(cols), for BLOCK up to MaxBlock.

@@ -71,19 +71,19 @@ void rmsnorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> y, tl::Scalar<tl::i3
 /// The LayerNorm kernel for dtype T and row tile BLOCK.
 template <class T, int BLOCK>
 auto& layernorm_kernel() {
-  return row_kernel<&layernorm_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>(
+  return row_kernel<&layernorm_program<T, BLOCK>, BLOCK>(
       "layernorm", {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"});
 }
 /// The one-pass LayerNorm baseline kernel.
 template <class T, int BLOCK>
 auto& layernorm_one_pass_kernel() {
-  return row_kernel<&layernorm_one_pass_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>(
+  return row_kernel<&layernorm_one_pass_program<T, BLOCK>, BLOCK>(
       "layernorm_one_pass", {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"});
 }
 /// The RMSNorm kernel for dtype T and row tile BLOCK.
 template <class T, int BLOCK>
 auto& rmsnorm_kernel() {
-  return row_kernel<&rmsnorm_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("rmsnorm",
+  return row_kernel<&rmsnorm_program<T, BLOCK>, BLOCK>("rmsnorm",
                                                                                    {"x", "w", "y", "stride", "n", "eps"});
 }
 

@@ -72,12 +72,11 @@ void divide_row_program(tl::Ptr<T> e, tl::Ptr<T> s, tl::Ptr<T> y, tl::Scalar<tl:
   tl::store(y + row * stride + cols, tl::cast<T>(v), mask);
 }
 
-/// The kernel object for a program at a given BLOCK, made (and traced) on first use; each thread holds
-/// `Vectors` 16-byte vectors of the row (see row_warps).
-template <auto Fn, int BLOCK, int ElemBytes, int Vectors = 2>
+/// The kernel object for a program at a given BLOCK, made (and traced) on first use.
+template <auto Fn, int BLOCK>
 Kernel<Fn>& row_kernel(const char* name, std::vector<std::string> params) {
   static Kernel<Fn> k(std::string(name) + "_" + std::to_string(BLOCK),
-                      KernelOptions{row_warps(BLOCK, ElemBytes, row_vectors(Vectors)), std::move(params)});
+                      KernelOptions{row_warps(BLOCK, row_elements_per_thread()), std::move(params)});
   return k;
 }
 
@@ -93,33 +92,33 @@ inline void check_softmax_cols(const char* kernel, std::int64_t cols) {
 /// The fused softmax kernel for element type T (tl::f32, tl::f16, tl::bf16) and row tile BLOCK.
 template <class T, int BLOCK>
 Kernel<&softmax_program<T, BLOCK>>& softmax_kernel() {
-  return row_kernel<&softmax_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("softmax", {"in", "out", "stride", "n_cols"});
+  return row_kernel<&softmax_program<T, BLOCK>, BLOCK>("softmax", {"in", "out", "stride", "n_cols"});
 }
 
 /// Unfused step 1 as a kernel (same warps per row as the fused kernel).
 template <class T, int BLOCK>
 auto& row_max_kernel() {
-  return row_kernel<&row_max_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("row_max", {"x", "m", "stride", "n_cols"});
+  return row_kernel<&row_max_program<T, BLOCK>, BLOCK>("row_max", {"x", "m", "stride", "n_cols"});
 }
 /// Unfused step 2 as a kernel.
 template <class T, int BLOCK>
 auto& subtract_row_kernel() {
-  return row_kernel<&subtract_row_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("subtract_row", {"x", "m", "z", "stride", "n_cols"});
+  return row_kernel<&subtract_row_program<T, BLOCK>, BLOCK>("subtract_row", {"x", "m", "z", "stride", "n_cols"});
 }
 /// Unfused step 3 as a kernel.
 template <class T, int BLOCK>
 auto& exp_kernel() {
-  return row_kernel<&exp_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("exp", {"z", "e", "stride", "n_cols"});
+  return row_kernel<&exp_program<T, BLOCK>, BLOCK>("exp", {"z", "e", "stride", "n_cols"});
 }
 /// Unfused step 4 as a kernel.
 template <class T, int BLOCK>
 auto& row_sum_kernel() {
-  return row_kernel<&row_sum_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("row_sum", {"e", "s", "stride", "n_cols"});
+  return row_kernel<&row_sum_program<T, BLOCK>, BLOCK>("row_sum", {"e", "s", "stride", "n_cols"});
 }
 /// Unfused step 5 as a kernel.
 template <class T, int BLOCK>
 auto& divide_row_kernel() {
-  return row_kernel<&divide_row_program<T, BLOCK>, BLOCK, sizeof(tl::host_type_t<T>)>("divide_row", {"e", "s", "y", "stride", "n_cols"});
+  return row_kernel<&divide_row_program<T, BLOCK>, BLOCK>("divide_row", {"e", "s", "y", "stride", "n_cols"});
 }
 
 /// out = softmax(in) over each of `rows` contiguous rows of `cols` elements, one program per row.

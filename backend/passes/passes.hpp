@@ -21,10 +21,14 @@ ir::Function dce(const ir::Function& fn);
 /// Folds arithmetic on constants and removes identities (x + 0, x * 1, casts to the same dtype).
 ir::Function simplify(const ir::Function& fn);
 
+/// Moves every load as early as its operands allow (never above a store), so that loads issue before the
+/// barriers of reductions and their latency overlaps the rest of the program.
+ir::Function hoist_loads(const ir::Function& fn);
+
 /// Called with the pass name and the IR after each pass.
 using DumpHook = std::function<void(const std::string& pass, const ir::Function& fn)>;
 
-/// verify, simplify, cse, dce, verify; `dump` (if set) sees the IR after each pass.
+/// verify, simplify, cse, dce, hoist_loads, verify; `dump` (if set) sees the IR after each pass.
 ir::Function optimize(const ir::Function& fn, const DumpHook& dump = {});
 
 /// How a 1D tile of n elements is spread over a program's threads: thread t holds `per_thread` elements

@@ -7,7 +7,7 @@ ir::Function optimize(const ir::Function& fn, const DumpHook& dump) {
   if (dump) dump("trace", fn);
   ir::Function f = fn;
   const std::pair<const char*, ir::Function (*)(const ir::Function&)> pipeline[] = {
-      {"simplify", simplify}, {"cse", cse}, {"dce", dce}};
+      {"simplify", simplify}, {"cse", cse}, {"dce", dce}, {"hoist_loads", hoist_loads}};
   for (const auto& [name, pass] : pipeline) {
     f = pass(f);
     if (dump) dump(name, f);

@@ -1,6 +1,8 @@
 // IR passes one by one: simplify, CSE, DCE, the verifier, layout choice and axis (alignment) analysis.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "backend/ir/ir.hpp"
 #include "backend/passes/passes.hpp"
 
@@ -105,6 +107,34 @@ TEST(Passes, SimplifyRemovesIdentitiesAndFoldsCasts) {
   EXPECT_TRUE(folded) << ir::print(f);
 }
 
+TEST(Passes, HoistLoadsMovesLoadsUpButNotAboveStores) {
+  Builder b;
+  auto p = b.param(ir::ValueType{DType::f32, true, 0, {1, 1}}, "p");
+  auto q = b.param(ir::ValueType{DType::f32, true, 0, {1, 1}}, "q");
+  auto x = b.add(Op::load, scalar(DType::f32), {p});
+  auto e = b.add(Op::exp, scalar(DType::f32), {x});
+  auto s = b.add(Op::neg, scalar(DType::f32), {x});  // stands for work (a reduction, say) before the load
+  auto w = b.add(Op::load, scalar(DType::f32), {q});         // independent: moves up to just after q
+  b.store({p, b.add(Op::add, scalar(DType::f32), {e, w})});
+  auto late = b.add(Op::load, scalar(DType::f32), {p});      // after a store: stays below it
+  b.store({q, late});
+  (void)s;
+  const auto f = passes::hoist_loads(b.fn);
+  ir::verify(f);
+  std::vector<ir::ValueId> order;
+  for (const auto& in : f.body)
+    if (in.result >= 0) order.push_back(in.result);
+  const auto pos = [&](ir::ValueId v) { return std::find(order.begin(), order.end(), v) - order.begin(); };
+  EXPECT_LT(pos(w), pos(e));
+  EXPECT_LT(pos(w), pos(s));
+  int store_index = -1, late_index = -1;
+  for (int i = 0; i < static_cast<int>(f.body.size()); ++i) {
+    if (f.body[i].op == Op::store && store_index < 0) store_index = i;
+    if (f.body[i].result == late) late_index = i;
+  }
+  EXPECT_GT(late_index, store_index);
+}
+
 TEST(Passes, VerifierRejectsBadIr) {
   Builder b;
   auto x = b.param(scalar(DType::f32), "x");
@@ -172,5 +202,5 @@ TEST(Passes, OptimizeDumpsAfterEachPass) {
   b.add(Op::exp, scalar(DType::f32), {x});
   std::vector<std::string> seen;
   passes::optimize(b.fn, [&](const std::string& pass, const ir::Function&) { seen.push_back(pass); });
-  EXPECT_EQ(seen, (std::vector<std::string>{"trace", "simplify", "cse", "dce"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"trace", "simplify", "cse", "dce", "hoist_loads"}));
 }
