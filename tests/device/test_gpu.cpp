@@ -161,7 +161,7 @@ TEST_F(Gpu, InterpreterRunsOnDeviceBuffers) {
 }
 
 template <class H>
-void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f) {
+void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f) {  // mean 1e4: same tolerance
   const auto seed = std::random_device{}();
   SCOPED_TRACE("layernorm " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
@@ -179,12 +179,13 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f) {
   kernels::layernorm(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter});
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(hx, hw, hb, rows, cols, 1e-5, &mean_ref, &rstd_ref);
-  const double tol = std::max(reference::tolerance<H>(), mean != 0.f ? 1e-3 : 0.0);
+  const double tol = reference::tolerance<H>();
   const auto gpu = y.download();
   EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
   EXPECT_LE(reference::worst_element<H>(gpu, ref, 4 * tol, 4 * tol), 1.0);
-  EXPECT_LE(reference::relative_error<float>(stats.mean.download(), mean_ref), 1e-5);
-  EXPECT_LE(reference::relative_error<float>(stats.rstd.download(), rstd_ref), std::max(1e-5, tol));
+  // the mean is near 0 for N(0, 1) rows: an absolute floor, as x[0] + mean(x - x[0]) rounds at |x[0]|
+  EXPECT_LE(reference::worst_element<float>(stats.mean.download(), mean_ref, 1e-6, 1e-5), 1.0);
+  EXPECT_LE(reference::relative_error<float>(stats.rstd.download(), rstd_ref), 1e-5);
   std::vector<double> interp_d(n);
   for (std::size_t i = 0; i < n; ++i) interp_d[i] = reference::to_float(interp[i]);
   EXPECT_LE(reference::worst_element<H>(gpu, interp_d, 4 * tol, 4 * tol), 1.0);

@@ -27,7 +27,8 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, flo
   const double tol = reference::tolerance<H>();
   EXPECT_LE(reference::relative_error<H>(y, ref), tol);
   EXPECT_LE(reference::worst_element<H>(y, ref, 4 * tol, 4 * tol), 1.0);
-  EXPECT_LE(reference::relative_error<float>(stats.mean, mean_ref), 1e-5);
+  // the mean is near 0 for N(0, 1) rows: an absolute floor, as x[0] + mean(x - x[0]) rounds at |x[0]|
+  EXPECT_LE(reference::worst_element<float>(stats.mean, mean_ref, 1e-6, 1e-5), 1.0);
   EXPECT_LE(reference::relative_error<float>(stats.rstd, rstd_ref), 1e-5);
 }
 
@@ -68,7 +69,7 @@ TEST(LayerNormInterp, TwoPassSurvivesALargeMeanWhereOnePassFails) {
   const auto ref = reference::layernorm<float>(x, w, b, rows, cols, 1e-5);
   const double two_pass = reference::relative_error<float>(y, ref);
   const double one_pass = reference::relative_error<float>(y1, ref);
-  EXPECT_LE(two_pass, 1e-3);  // limited by x itself: f32 holds 1e4 + N(0,1) to about 1e-3
+  EXPECT_LE(two_pass, 1e-5);  // shifted two-pass: as good as at mean 0
   EXPECT_GE(one_pass, 0.1) << "the one-pass formula should lose the variance at mean 1e4";
 }
 
