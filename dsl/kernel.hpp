@@ -120,8 +120,15 @@ class Kernel {
     });
     struct Guard {
       ir::Function* previous;
-      explicit Guard(ir::Function* f) : previous(tl::detail::tracing) { tl::detail::tracing = f; }
-      ~Guard() { tl::detail::tracing = previous; }
+      std::vector<ir::Instr>* previous_block;
+      explicit Guard(ir::Function* f) : previous(tl::detail::tracing), previous_block(tl::detail::tracing_block) {
+        tl::detail::tracing = f;
+        tl::detail::tracing_block = nullptr;
+      }
+      ~Guard() {
+        tl::detail::tracing = previous;
+        tl::detail::tracing_block = previous_block;
+      }
     } guard(&fn);
     call(fn, std::make_index_sequence<Sig::arity>{});
     return fn;

@@ -19,6 +19,8 @@ namespace detail {
 
 /// The function being traced on this thread; null outside tracing.
 inline thread_local ir::Function* tracing = nullptr;
+/// The block new instructions go to: a loop body while one is traced, else (null) the function body.
+inline thread_local std::vector<ir::Instr>* tracing_block = nullptr;
 
 /// The function being traced; throws when a tile operation runs outside a kernel trace.
 inline ir::Function& traced() {
@@ -46,7 +48,11 @@ inline ir::ValueId emit(ir::Op op, const ir::ValueType* type, std::vector<ir::Va
   in.index = index;
   in.number = number;
   in.where = std::move(where);
-  return traced().append(std::move(in), type);
+  ir::Function& fn = traced();
+  in.result = type ? fn.add_value(*type) : -1;
+  const ir::ValueId id = in.result;
+  (tracing_block ? *tracing_block : fn.body).push_back(std::move(in));
+  return id;
 }
 
 }  // namespace detail
@@ -348,6 +354,24 @@ Tile<i32, N> arange() {
   static_assert(N <= (1 << 20), "tilefuse: arange<N> is limited to 2^20 elements.");
   const ir::ValueType type = Tile<i32, N>::type();
   return Tile<i32, N>(detail::emit(ir::Op::arange, &type, {}, N));
+}
+
+/// The scalar constant `value` of dtype T (an initial value for a loop-carried scalar, say).
+template <class T, Literal V>
+Scalar<T> scalar(const V& value) {
+  return detail::constant<T>(value);
+}
+
+/// A tile of N elements of dtype T, each `value` (a number, tl::inf, or a scalar of dtype T).
+template <class T, int N, Operand V>
+Tile<T, N> full(const V& value) {
+  static_assert(N > 0 && (N & (N - 1)) == 0, "tilefuse: full<T, N> needs N to be a power of two, like arange.");
+  if constexpr (TileValue<V>) {
+    static_assert(std::is_same_v<V, Scalar<T>>, "tilefuse: full<T, N>(x) takes a number or a scalar of dtype T.");
+    return detail::broadcast<Shape<N>>(value);
+  } else {
+    return detail::broadcast<Shape<N>>(detail::constant<T>(value));
+  }
 }
 
 // ---- elementwise math ----

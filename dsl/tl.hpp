@@ -6,4 +6,5 @@
 #include "backend/ir/float16.hpp"
 #include "dsl/dtype.hpp"
 #include "dsl/kernel.hpp"
+#include "dsl/loop.hpp"
 #include "dsl/tile.hpp"

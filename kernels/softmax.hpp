@@ -85,7 +85,7 @@ inline void check_softmax_cols(const char* kernel, std::int64_t cols) {
   if (cols > kSoftmaxMaxCols)
     throw std::invalid_argument(std::string("tilefuse ") + kernel + ": cols = " + std::to_string(cols) +
                                 " exceeds the one-program row limit of " + std::to_string(kSoftmaxMaxCols) +
-                                " elements (rows wider than that need the looped or split-row softmax)");
+                                " elements (kernels::softmax_looped takes rows of any width)");
 }
 }  // namespace detail
 
@@ -163,6 +163,60 @@ void softmax_unfused(Buf& in, Buf& out, UnfusedScratch<Buf>& scratch, std::int64
     row_sum_kernel<T, BLOCK>().launch(cfg, scratch.e, scratch.s, cols, cols);
     divide_row_kernel<T, BLOCK>().launch(cfg, scratch.e, scratch.s, out, cols, cols);
   });
+}
+
+}  // namespace tilefuse::kernels
+
+namespace tilefuse::kernels {
+
+/// Softmax of one row of any width, looping over it in BLOCK-column pieces: the first pass keeps a
+/// running max and sum per lane (online softmax: read once), the second writes exp(x - max) / sum
+/// (read again, write once): 3 bytes moved per 2 of the one-program kernel, with no row-width limit.
+template <class T, int BLOCK>
+void softmax_looped_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  auto base = row * stride;
+  auto init = std::tuple{tl::full<tl::f32, BLOCK>(-tl::inf), tl::full<tl::f32, BLOCK>(0.0)};
+  auto [m, s] = tl::for_range(0, n_cols, BLOCK, init, [&](auto start, auto m, auto s) {
+    auto idx = start + cols;
+    auto x = tl::cast<tl::f32>(tl::load(in + base + idx, idx < n_cols, -tl::inf));
+    auto m_new = tl::maximum(m, x);
+    // A lane that has seen only -inf keeps sum 0 (exp(-inf - -inf) would be NaN).
+    auto empty = m_new == -tl::inf;
+    auto s_new = tl::where(empty, 0.0, s * tl::exp(m - m_new) + tl::exp(x - m_new));
+    return std::tuple{m_new, s_new};
+  });
+  auto row_max = tl::max(m);
+  auto row_sum = tl::sum(tl::where(m == -tl::inf, 0.0, s * tl::exp(m - row_max)));
+  tl::for_range(0, n_cols, BLOCK, [&](auto start) {
+    auto idx = start + cols;
+    auto mask = idx < n_cols;
+    auto x = tl::cast<tl::f32>(tl::load(in + base + idx, mask));
+    tl::store(out + base + idx, tl::cast<T>(tl::exp(x - row_max) / row_sum), mask);
+  });
+}
+
+/// Column piece of the looped softmax: 4096 elements (16 per thread at 8 warps).
+inline constexpr int kSoftmaxLoopBlock = 4096;
+
+/// The looped softmax kernel for dtype T.
+template <class T>
+auto& softmax_looped_kernel() {
+  static Kernel<&softmax_looped_program<T, kSoftmaxLoopBlock>> k(
+      "softmax_looped", KernelOptions{row_warps(kSoftmaxLoopBlock, row_elements_per_thread()), {"in", "out", "stride", "n_cols"}});
+  return k;
+}
+
+/// out = softmax(in) over rows of any width (one program per row, looping over the row). Not yet run on
+/// a GPU by the test suite's device tier: see the issue notes before relying on its speed.
+template <class Buf>
+void softmax_looped(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}) {
+  using T = tl::dtype_of_host_t<element_of_t<Buf>>;
+  static_assert(tl::is_float_tag<T>, "tilefuse softmax_looped: elements must be float, half or bfloat16.");
+  check_matrix("softmax_looped", "in", in, rows, cols);
+  check_matrix("softmax_looped", "out", out, rows, cols);
+  softmax_looped_kernel<T>().launch(LaunchConfig({rows}, opt.backend, opt.stream), in, out, cols, cols);
 }
 
 }  // namespace tilefuse::kernels

@@ -192,26 +192,27 @@ class Emitter {
   }
 
   bool uses_reduction() const {
-    for (const auto& in : fn_.body)
-      if (ir::is_reduction(in.op)) return true;
-    return false;
+    bool any = false;
+    ir::walk(fn_.body, [&](const ir::Instr& in) { any = any || ir::is_reduction(in.op); });
+    return any;
   }
 
   // Parameter each pointer value derives from (-1 for non-pointers), and which parameters are written.
   void find_pointer_roots() {
     root_.assign(fn_.values.size(), -1);
     written_.assign(fn_.params.size(), false);
-    for (const auto& in : fn_.body) {
+    ir::walk(fn_.body, [&](const ir::Instr& in) {
       if (in.op == Op::param) root_[in.result] = in.index;
       else if ((in.op == Op::ptr_add || in.op == Op::splat) && fn_.values[in.result].pointer) root_[in.result] = root_[in.args[0]];
-      else if (in.op == Op::store) written_[root_[in.args[0]]] = true;
-    }
+      else if (in.op == Op::store && root_[in.args[0]] >= 0) written_[root_[in.args[0]]] = true;
+      else if (in.op == Op::store) written_.assign(written_.size(), true);  // through a carried pointer: any
+    });
   }
 
   // Register type of a value; pointers into parameters nothing stores through are const.
   std::string value_type(ir::ValueId id) const {
     const auto& t = fn_.values[id];
-    return t.pointer && !written_[root_[id]] ? "const " + reg_type(t) : reg_type(t);
+    return t.pointer && root_[id] >= 0 && !written_[root_[id]] ? "const " + reg_type(t) : reg_type(t);
   }
 
   void signature() {
@@ -256,6 +257,60 @@ class Emitter {
     os_ << "  " << value_type(in.result) << " " << v(in.result) << "[" << per_thread(t) << "];\n";
     os_ << "#pragma unroll\n  for (int e = 0; e < " << per_thread(t) << "; ++e) " << v(in.result) << "[e] = " << expr
         << ";\n";
+  }
+
+  // Declares `id` (non-const: loops assign it) and copies `from` into it.
+  void declare_copy(ir::ValueId id, ir::ValueId from) {
+    const auto& t = fn_.values[id];
+    if (t.rank == 0) {
+      os_ << "  " << value_type(id) << " " << v(id) << " = " << v(from) << ";\n";
+      return;
+    }
+    const int E = per_thread(t);
+    os_ << "  " << value_type(id) << " " << v(id) << "[" << E << "];\n#pragma unroll\n  for (int e = 0; e < " << E
+        << "; ++e) " << v(id) << "[e] = " << v(from) << "[e];\n";
+  }
+
+  // for (iv = lo; iv < hi; iv += step) with the carried values in variables named after the block
+  // arguments; yields go through temporaries first, so that carried values swap correctly.
+  void loop(const ir::Instr& in) {
+    const std::size_t carried = in.block_args.size() - 1;
+    for (std::size_t k = 0; k < carried; ++k) declare_copy(in.block_args[k + 1], in.args[k + 3]);
+    os_ << "  for (int " << v(in.block_args[0]) << " = " << v(in.args[0]) << "; " << v(in.block_args[0]) << " < "
+        << v(in.args[1]) << "; " << v(in.block_args[0]) << " += " << v(in.args[2]) << ") {\n";
+    std::ostringstream body;
+    std::swap(os_, body);
+    ++loop_depth_;
+    for (const ir::Instr& b : in.body) instr(b);
+    os_ << "  // yield" << (in.yields.empty() ? "" : " %") ;
+    for (std::size_t k = 0; k < carried; ++k) os_ << (k ? ", %" : "") << in.yields[k];
+    os_ << "\n";
+    for (std::size_t k = 0; k < carried; ++k) {
+      const auto& t = fn_.values[in.yields[k]];
+      const std::string tmp = "tf_next_" + v(in.block_args[k + 1]);
+      if (t.rank == 0) {
+        os_ << "  const " << value_type(in.yields[k]) << " " << tmp << " = " << v(in.yields[k]) << ";\n";
+      } else {
+        os_ << "  " << value_type(in.yields[k]) << " " << tmp << "[" << per_thread(t) << "];\n#pragma unroll\n  for (int e = 0; e < "
+            << per_thread(t) << "; ++e) " << tmp << "[e] = " << v(in.yields[k]) << "[e];\n";
+      }
+    }
+    for (std::size_t k = 0; k < carried; ++k) {
+      const auto& t = fn_.values[in.yields[k]];
+      const std::string tmp = "tf_next_" + v(in.block_args[k + 1]);
+      if (t.rank == 0) os_ << "  " << v(in.block_args[k + 1]) << " = " << tmp << ";\n";
+      else
+        os_ << "#pragma unroll\n  for (int e = 0; e < " << per_thread(t) << "; ++e) " << v(in.block_args[k + 1])
+            << "[e] = " << tmp << "[e];\n";
+    }
+    --loop_depth_;
+    std::swap(os_, body);
+    // Indent the body one level.
+    std::istringstream lines(body.str());
+    for (std::string line; std::getline(lines, line);)
+      os_ << (line.rfind("#pragma", 0) == 0 ? "" : "  ") << line << "\n";
+    os_ << "  }\n";
+    for (std::size_t k = 0; k < carried; ++k) declare_copy(in.results[k], in.block_args[k + 1]);
   }
 
   void instr(const ir::Instr& in) {
@@ -318,6 +373,7 @@ class Emitter {
       case Op::reduce_max:
       case Op::reduce_min:
       case Op::reduce_sum: reduce(in); break;
+      case Op::loop: loop(in); break;
     }
   }
 
@@ -488,6 +544,8 @@ class Emitter {
       os_ << "    acc = " << red << "[0];\n";
       os_ << "#pragma unroll\n    for (int w = 1; w < " << opt_.num_warps << "; ++w) acc = "
           << combine("acc", red + "[w]") << ";\n";
+      // In a loop the next iteration writes the same slots: wait until every thread has read them.
+      if (loop_depth_ > 0) os_ << "    __syncthreads();\n";
     }
     os_ << "    " << r << " = " << rounded(t.dtype, "acc") << ";\n  }\n";
   }
@@ -498,6 +556,7 @@ class Emitter {
   bool packed_;
   std::map<std::int64_t, passes::TileLayout> layouts_;
   std::vector<passes::AxisInfo> axis_;
+  int loop_depth_ = 0;
   std::vector<std::int64_t> root_;
   std::vector<bool> written_;
   std::ostringstream os_;

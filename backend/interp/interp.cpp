@@ -55,7 +55,7 @@ class Program {
   void run(std::int64_t px, std::int64_t py, std::int64_t pz, std::int64_t gx, std::int64_t gy, std::int64_t gz) {
     pid_[0] = px, pid_[1] = py, pid_[2] = pz;
     grid_[0] = gx, grid_[1] = gy, grid_[2] = gz;
-    for (const ir::Instr& in : fn_.body) step(in);
+    run_block(fn_.body);
   }
 
  private:
@@ -123,8 +123,31 @@ class Program {
     return a;
   }
 
+  void run_block(const std::vector<ir::Instr>& block) {
+    for (const ir::Instr& in : block) step(in);
+  }
+
+  // for (iv = lo; iv < hi; iv += step): carried values start as the inits and take the yields.
+  void run_loop(const ir::Instr& in) {
+    const std::int64_t lo = vals_[in.args[0]].i[0], hi = vals_[in.args[1]].i[0], st = vals_[in.args[2]].i[0];
+    if (st <= 0 && lo < hi) fail(in, "loop step must be positive, got " + std::to_string(st));
+    const std::size_t carried = in.block_args.size() - 1;
+    for (std::size_t k = 0; k < carried; ++k) vals_[in.block_args[k + 1]] = vals_[in.args[k + 3]];
+    for (std::int64_t iv = lo; iv < hi; iv += st) {
+      Value& v = vals_[in.block_args[0]];
+      v = Value{};
+      v.i.assign(1, iv);
+      run_block(in.body);
+      std::vector<Value> next(carried);
+      for (std::size_t k = 0; k < carried; ++k) next[k] = vals_[in.yields[k]];
+      for (std::size_t k = 0; k < carried; ++k) vals_[in.block_args[k + 1]] = std::move(next[k]);
+    }
+    for (std::size_t k = 0; k < carried; ++k) vals_[in.results[k]] = vals_[in.block_args[k + 1]];
+  }
+
   void step(const ir::Instr& in) {
     auto& V = vals_;
+    if (in.op == Op::loop) return run_loop(in);
     auto arg = [&](std::size_t k) -> const Value& { return V[in.args.at(k)]; };
     // Element j of operand k (scalars broadcast, though tracing already splats them).
     auto fx = [&](std::size_t k, std::size_t j) { const auto& x = arg(k).f; return x.size() == 1 ? x[0] : x[j]; };

@@ -1,6 +1,7 @@
 #include "backend/ir/ir.hpp"
 
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -91,13 +92,19 @@ const char* op_name(Op op) {
     case Op::reduce_max: return "max";
     case Op::reduce_min: return "min";
     case Op::reduce_sum: return "sum";
+    case Op::loop: return "loop";
   }
   return "?";
 }
 
-bool is_pure(Op op) { return op != Op::load && op != Op::store && op != Op::param; }
+bool is_pure(Op op) { return op != Op::load && op != Op::store && op != Op::param && op != Op::loop; }
 
 bool is_reduction(Op op) { return op == Op::reduce_max || op == Op::reduce_min || op == Op::reduce_sum; }
+
+ValueId Function::add_value(const ValueType& type) {
+  values.push_back(type);
+  return static_cast<ValueId>(values.size() - 1);
+}
 
 ValueId Function::append(Instr instr, const ValueType* type) {
   if (type) {
@@ -122,8 +129,40 @@ std::string number_text(double v) {
 
 }  // namespace
 
+namespace {
+
+std::string value_list(const std::vector<ValueId>& ids) {
+  std::string s;
+  for (std::size_t i = 0; i < ids.size(); ++i) s += (i ? ", %" : "%") + std::to_string(ids[i]);
+  return s;
+}
+
+void print_block(const Function& fn, const std::vector<Instr>& block, int depth, std::ostringstream& os) {
+  const std::string indent(2 * depth, ' ');
+  for (const Instr& in : block) {
+    os << indent << print(fn, in) << "\n";
+    if (in.op == Op::loop) {
+      print_block(fn, in.body, depth + 1, os);
+      os << indent << "  yield" << (in.yields.empty() ? "" : " " + value_list(in.yields)) << "\n" << indent << "}\n";
+    }
+  }
+}
+
+}  // namespace
+
 std::string print(const Function& fn, const Instr& in) {
   std::ostringstream os;
+  if (in.op == Op::loop) {
+    // %r.. = loop %lo, %hi, %step, %init.. [%iv, %carried..] : types {
+    if (!in.results.empty()) os << value_list(in.results) << " = ";
+    os << "loop " << value_list(in.args) << " [" << value_list(in.block_args) << "]";
+    if (!in.results.empty()) {
+      os << " :";
+      for (std::size_t i = 0; i < in.results.size(); ++i) os << (i ? ", " : " ") << fn.values.at(in.results[i]).str();
+    }
+    os << " {";
+    return os.str();
+  }
   if (in.result >= 0) os << "%" << in.result << " = ";
   os << op_name(in.op);
   switch (in.op) {
@@ -144,22 +183,57 @@ std::string print(const Function& fn) {
   for (std::size_t i = 0; i < fn.params.size(); ++i)
     os << (i ? ", " : "") << fn.params[i].name << ": " << fn.params[i].type.str();
   os << ") {\n";
-  for (const Instr& in : fn.body) os << "  " << print(fn, in) << "\n";
+  print_block(fn, fn.body, 1, os);
   os << "}\n";
   return os.str();
 }
 
 void verify(const Function& fn) {
   std::vector<bool> defined(fn.values.size(), false);
+  std::function<void(const std::vector<Instr>&)> verify_block;
   auto fail = [&](const Instr& in, const std::string& why) {
     throw std::logic_error("tilefuse IR verifier: function '" + fn.name + "', instruction '" + print(fn, in) +
                            "': " + why);
   };
-  for (const Instr& in : fn.body) {
-    for (ValueId a : in.args) {
-      if (a < 0 || a >= static_cast<ValueId>(fn.values.size())) fail(in, "operand out of range");
-      if (!defined[a]) fail(in, "operand %" + std::to_string(a) + " used before it is defined");
+  auto define = [&](const Instr& in, ValueId v) {
+    if (v < 0 || v >= static_cast<ValueId>(fn.values.size())) fail(in, "result out of range");
+    if (defined[v]) fail(in, "%" + std::to_string(v) + " is defined twice");
+    defined[v] = true;
+  };
+  auto use = [&](const Instr& in, ValueId a) {
+    if (a < 0 || a >= static_cast<ValueId>(fn.values.size())) fail(in, "operand out of range");
+    if (!defined[a]) fail(in, "operand %" + std::to_string(a) + " used before it is defined");
+  };
+  verify_block = [&](const std::vector<Instr>& block) {
+  for (const Instr& in : block) {
+    if (in.op == Op::loop) {
+      // (lo, hi, step, init...) -> body(iv, carried...) yields carried... -> results
+      if (in.args.size() < 3) fail(in, "loop needs lo, hi and step");
+      for (ValueId a : in.args) use(in, a);
+      for (std::size_t i = 0; i < 3; ++i)
+        if (!(fn.values[in.args[i]] == ValueType{DType::i32, false, 0, {1, 1}})) fail(in, "loop bounds must be i32 scalars");
+      const std::size_t carried = in.args.size() - 3;
+      if (in.block_args.size() != carried + 1 || in.yields.size() != carried || in.results.size() != carried)
+        fail(in, "loop carries a different number of values than it initializes, yields or returns");
+      if (in.result >= 0) fail(in, "a loop's values are its results, not a single result");
+      std::vector<bool> outer = defined;
+      for (ValueId b : in.block_args) define(in, b);
+      if (!(fn.values[in.block_args[0]] == ValueType{DType::i32, false, 0, {1, 1}})) fail(in, "the induction variable is an i32 scalar");
+      for (std::size_t k = 0; k < carried; ++k)
+        if (!(fn.values[in.block_args[k + 1]] == fn.values[in.args[k + 3]]) || !(fn.values[in.results[k]] == fn.values[in.args[k + 3]]))
+          fail(in, "carried value " + std::to_string(k) + " changes type");
+      verify_block(in.body);
+      for (std::size_t k = 0; k < carried; ++k) {
+        use(in, in.yields[k]);
+        if (!(fn.values[in.yields[k]] == fn.values[in.args[k + 3]])) fail(in, "yielded value " + std::to_string(k) + " changes type");
+      }
+      defined = outer;  // values of the body are not visible after the loop
+      for (ValueId r : in.results) define(in, r);
+      continue;
     }
+    if (!in.body.empty() || !in.results.empty() || !in.block_args.empty() || !in.yields.empty())
+      fail(in, "only loops have regions");
+    for (ValueId a : in.args) use(in, a);
     auto arg = [&](std::size_t i) -> const ValueType& { return fn.values[in.args.at(i)]; };
     const bool has_result = in.result >= 0;
     if ((in.op == Op::store) == has_result) fail(in, has_result ? "store has a result" : "missing result");
@@ -249,9 +323,47 @@ void verify(const Function& fn) {
         if (arg(0).rank != 1 || r->rank != 0 || arg(0).dtype != r->dtype || r->pointer)
           fail(in, "reductions take a 1D tile to a scalar of its dtype");
         break;
+      case Op::loop:
+        break;  // handled above
     }
-    if (has_result) defined[in.result] = true;
+    if (has_result) define(in, in.result);
   }
+  };
+  verify_block(fn.body);
+}
+
+Function renumber(const Function& fn) {
+  Function out;
+  out.name = fn.name;
+  out.params = fn.params;
+  std::vector<ValueId> remap(fn.values.size(), -1);
+  auto fresh = [&](ValueId old) {
+    remap.at(old) = out.add_value(fn.values.at(old));
+    return remap[old];
+  };
+  auto mapped = [&](std::vector<ValueId> ids) {
+    for (auto& v : ids) v = remap.at(v);
+    return ids;
+  };
+  std::function<std::vector<Instr>(const std::vector<Instr>&)> block = [&](const std::vector<Instr>& in_block) {
+    std::vector<Instr> result;
+    for (const Instr& in : in_block) {
+      Instr copy = in;
+      copy.args = mapped(in.args);
+      if (in.op == Op::loop) {
+        for (auto& b : copy.block_args) b = fresh(b);
+        copy.body = block(in.body);
+        copy.yields = mapped(in.yields);
+        for (auto& r : copy.results) r = fresh(r);
+      } else if (in.result >= 0) {
+        copy.result = fresh(in.result);
+      }
+      result.push_back(std::move(copy));
+    }
+    return result;
+  };
+  out.body = block(fn.body);
+  return out;
 }
 
 }  // namespace tilefuse::ir

@@ -57,6 +57,7 @@ enum class Op : std::uint8_t {
   load,          ///< (ptr [, mask [, other]]): other where the mask is false
   store,         ///< (ptr, value [, mask]); no result
   reduce_max, reduce_min, reduce_sum,  ///< (tile) reduced to a scalar
+  loop,          ///< (lo, hi, step, init...): runs `body` for iv = lo, lo + step, ... < hi, carrying values
 };
 
 /// Name of an op as the printer spells it.
@@ -69,7 +70,10 @@ bool is_reduction(Op op);
 /// Index of an SSA value in Function::values; -1 means none.
 using ValueId = int;
 
-/// One instruction: an op, its operands, its result (none for store) and its attributes.
+/// One instruction: an op, its operands, its result (none for store and loop) and its attributes.
+/// A loop also has a region: `block_args` (the induction variable, then one value per carried value)
+/// are defined on entry to `body`, `yields` are the carried values for the next iteration, and
+/// `results` are the carried values after the last iteration.
 struct Instr {
   Op op = Op::constant;
   ValueId result = -1;
@@ -77,7 +81,20 @@ struct Instr {
   std::int64_t index = 0;  ///< param number, axis, or arange length
   double number = 0.0;     ///< constant value
   std::string where;       ///< "file:line" of the DSL call that made it, when known
+  std::vector<ValueId> block_args;  ///< loop: induction variable, then carried values
+  std::vector<Instr> body;          ///< loop: the body
+  std::vector<ValueId> yields;      ///< loop: next carried values
+  std::vector<ValueId> results;     ///< loop: final carried values
 };
+
+/// Calls f(instr) for every instruction of `block`, loop bodies included, in program order.
+template <class F>
+void walk(const std::vector<Instr>& block, F&& f) {
+  for (const Instr& in : block) {
+    f(in);
+    if (!in.body.empty()) walk(in.body, f);
+  }
+}
 
 /// A kernel parameter as the kernel signature declares it.
 struct Param {
@@ -94,6 +111,8 @@ struct Function {
 
   /// Appends an instruction producing a value of `type` (or none when `type` is null) and returns its id.
   ValueId append(Instr instr, const ValueType* type);
+  /// A new value id of `type`, defined by whoever takes it (a loop's block argument or result).
+  ValueId add_value(const ValueType& type);
 };
 
 /// Text form of a function, one instruction per line (stable: goldens compare it).
@@ -103,5 +122,8 @@ std::string print(const Function& fn, const Instr& instr);
 
 /// Checks SSA form and typing rules; throws std::logic_error naming the function and instruction.
 void verify(const Function& fn);
+
+/// The same function with values numbered 0, 1, ... in order of definition (passes leave gaps).
+Function renumber(const Function& fn);
 
 }  // namespace tilefuse::ir

@@ -20,8 +20,18 @@ std::int64_t pow2_divisor(std::int64_t v) {
 
 std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vector<int>& param_divisibility) {
   std::vector<AxisInfo> info(fn.values.size());
-  for (const ir::Instr& in : fn.body) {
-    if (in.result < 0) continue;
+  ir::walk(fn.body, [&](const ir::Instr& in) {
+    if (in.op == ir::Op::loop) {
+      // The induction variable is uniform; lo + k * step is divisible by what divides both.
+      AxisInfo& iv = info[in.block_args[0]];
+      iv.uniform = true;
+      iv.divisibility = std::min(info[in.args[0]].divisibility, info[in.args[2]].divisibility);
+      // Carried values change between iterations: only scalars are known to be uniform.
+      for (std::size_t k = 1; k < in.block_args.size(); ++k) info[in.block_args[k]].uniform = fn.values[in.block_args[k]].rank == 0;
+      for (ir::ValueId r : in.results) info[r].uniform = fn.values[r].rank == 0;
+      return;
+    }
+    if (in.result < 0) return;
     const ir::ValueType& t = fn.values[in.result];
     AxisInfo& r = info[in.result];
     auto arg = [&](std::size_t i) { return info[in.args[i]]; };
@@ -79,7 +89,7 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
       default:
         break;  // anything else: no runs, no known alignment
     }
-  }
+  });
   return info;
 }
 

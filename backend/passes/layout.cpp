@@ -10,13 +10,13 @@ std::map<std::int64_t, TileLayout> choose_layouts(const ir::Function& fn, int th
   std::map<std::int64_t, int> widest;
   for (const ir::ValueType& t : fn.values)
     if (t.rank == 1) widest.emplace(t.dims[0], 1);
-  for (const ir::Instr& in : fn.body) {
-    if (in.op != ir::Op::load && in.op != ir::Op::store) continue;
+  ir::walk(fn.body, [&](const ir::Instr& in) {
+    if (in.op != ir::Op::load && in.op != ir::Op::store) return;
     const ir::ValueType& p = fn.values[in.args[0]];
-    if (p.rank != 1) continue;
+    if (p.rank != 1) return;
     int& w = widest[p.dims[0]];
     w = std::max(w, 16 / ir::dtype_bytes(p.dtype));
-  }
+  });
   std::map<std::int64_t, TileLayout> out;
   for (const auto& [n, w] : widest) {
     TileLayout l;

@@ -12,6 +12,7 @@ ir::Function optimize(const ir::Function& fn, const DumpHook& dump) {
     f = pass(f);
     if (dump) dump(name, f);
   }
+  f = ir::renumber(f);  // the passes keep value ids stable; number them densely for the printer and codegen
   ir::verify(f);
   return f;
 }

@@ -1,0 +1,160 @@
+// Loops with carried state: tracing, IR form, every pass, the interpreter and NVRTC; the looped
+// (online) softmax against float64 at widths past the one-program limit.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backend/codegen/cuda.hpp"
+#include "backend/nvrtc/nvrtc.hpp"
+#include "kernels/reference.hpp"
+#include "kernels/softmax.hpp"
+
+using namespace tilefuse;
+
+namespace {
+
+// Row sums over column blocks of 64: a carried f32 tile (per-lane partial sums) and a carried i32 count.
+void block_sum(tl::Ptr<tl::f32> x, tl::Ptr<tl::f32> sums, tl::Ptr<tl::i32> blocks, tl::Scalar<tl::i32> n) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<64>();
+  auto init = std::tuple{tl::full<tl::f32, 64>(0.0), tl::scalar<tl::i32>(0)};
+  auto [acc, count] = tl::for_range(0, n, 64, init, [&](auto start, auto acc, auto count) {
+    auto idx = start + cols;
+    return std::tuple{acc + tl::load(x + row * n + idx, idx < n), count + 1};
+  });
+  tl::store(sums + row, tl::sum(acc));
+  tl::store(blocks + row, count);
+}
+
+// out[i][j] = i * 10 + j for a 3 x 5 grid written by nested loops, with a swap of two carried scalars.
+void nested(tl::Ptr<tl::i32> out, tl::Ptr<tl::i32> swapped) {
+  tl::for_range(0, 3, 1, [&](auto i) {
+    tl::for_range(0, 5, 1, [&](auto j) { tl::store(out + i * 5 + j, i * 10 + j); });
+  });
+  auto [a, b] = tl::for_range(0, 3, 1, std::tuple{tl::scalar<tl::i32>(1), tl::scalar<tl::i32>(2)},
+                              [&](auto, auto a, auto b) { return std::tuple{b, a}; });  // odd count: swapped
+  tl::store(swapped, a * 10 + b);
+}
+
+}  // namespace
+
+TEST(Loops, CarriedTileAndScalar) {
+  Kernel<&block_sum> k("block_sum", {.num_warps = 2, .param_names = {"x", "sums", "blocks", "n"}});
+  for (int n : {0, 1, 63, 64, 65, 1000}) {
+    const int rows = 3;
+    auto x = reference::random_vector<float>(std::max(1, rows * n), 5);
+    std::vector<float> sums(rows, -1.f);
+    std::vector<std::int32_t> blocks(rows, -1);
+    k.launch({{rows}, Backend::interpreter}, x, sums, blocks, n);
+    for (int r = 0; r < rows; ++r) {
+      double want = 0;
+      for (int c = 0; c < n; ++c) want += x[r * n + c];
+      EXPECT_NEAR(sums[r], want, 1e-4) << "n=" << n;
+      EXPECT_EQ(blocks[r], (n + 63) / 64) << "n=" << n;
+    }
+  }
+}
+
+TEST(Loops, NestedLoopsAndSwappedCarries) {
+  Kernel<&nested> k("nested", {.num_warps = 1});
+  std::vector<std::int32_t> out(15, -1), swapped(1, -1);
+  k.launch({{1}, Backend::interpreter}, out, swapped);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 5; ++j) EXPECT_EQ(out[i * 5 + j], i * 10 + j);
+  EXPECT_EQ(swapped[0], 21);
+}
+
+TEST(Loops, IrPrintsRegionsAndVerifies) {
+  Kernel<&block_sum> k("block_sum", {.num_warps = 2});
+  const std::string text = ir::print(k.program().ir());
+  EXPECT_NE(text.find(" = loop %"), std::string::npos) << text;
+  EXPECT_NE(text.find("    yield %"), std::string::npos) << text;
+  ir::verify(k.program().ir());
+  // A body value used after the loop is an error.
+  ir::Function bad = k.program().ir();
+  for (auto& in : bad.body)
+    if (in.op == ir::Op::loop) {
+      ir::Instr use;
+      use.op = ir::Op::neg;
+      use.args = {in.body.back().result};
+      bad.append(use, &bad.values[in.body.back().result]);
+      break;
+    }
+  EXPECT_THROW(ir::verify(bad), std::logic_error);
+}
+
+TEST(Loops, GeneratedCodeCompilesWithoutSpills) {
+  Kernel<&block_sum> k("block_sum", {.num_warps = 2});
+  const std::string src = k.program().cuda_source(k.program().default_specialization());
+  EXPECT_NE(src.find("for (int v"), std::string::npos) << src;
+  const auto c = nvrtc::compile(src, codegen::kernel_symbol(k.program().ir()), nvrtc::options_for("sm_90"));
+  EXPECT_EQ(c.spill_stores + c.spill_loads, 0) << c.log;
+  for (auto* p : {&kernels::softmax_looped_kernel<tl::f32>().program(), &kernels::softmax_looped_kernel<tl::bf16>().program()}) {
+    const auto info = p->compile(p->default_specialization(), "sm_90");
+    EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+    EXPECT_EQ(info.stack_bytes, 0) << info.ptxas_log;
+  }
+}
+
+namespace {
+// The max of each 128-column block of a row: a reduction inside a loop, over 4 warps.
+void block_max(tl::Ptr<tl::f32> x, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> blocks) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<128>();
+  tl::for_range(0, n, 128, [&](auto start) {
+    auto idx = start + cols;
+    tl::store(out + row * blocks + start / 128, tl::max(tl::load(x + row * n + idx, idx < n, -tl::inf)));
+  });
+}
+}  // namespace
+
+TEST(Loops, ReductionInALoopWaitsBeforeTheNextIteration) {
+  Kernel<&block_max> k("block_max", {.num_warps = 4});
+  const std::string src = k.program().cuda_source(k.program().default_specialization());
+  // Each iteration reuses the reduction's shared slots: a barrier follows the reads.
+  EXPECT_NE(src.find("acc = fmaxf(acc, tf_red"), std::string::npos) << src;
+  const auto after_reads = src.find("\n", src.find("acc = fmaxf(acc, tf_red"));
+  const std::string next_line = src.substr(after_reads + 1, src.find('\n', after_reads + 1) - after_reads - 1);
+  EXPECT_EQ(next_line.find_first_not_of(' '), next_line.find("__syncthreads();")) << next_line;
+  const int rows = 2, n = 300, blocks = 3;
+  auto x = reference::random_vector<float>(rows * n, 9);
+  std::vector<float> out(rows * blocks);
+  k.launch({{rows}, Backend::interpreter}, x, out, n, blocks);
+  for (int r = 0; r < rows; ++r)
+    for (int b = 0; b < blocks; ++b) {
+      float want = -INFINITY;
+      for (int c = b * 128; c < std::min(n, (b + 1) * 128); ++c) want = std::max(want, x[r * n + c]);
+      EXPECT_EQ(out[r * blocks + b], want);
+    }
+  const auto c = nvrtc::compile(src, codegen::kernel_symbol(k.program().ir()), nvrtc::options_for("sm_90"));
+  EXPECT_EQ(c.spill_stores + c.spill_loads, 0);
+}
+
+namespace {
+template <class H>
+void check_looped(std::int64_t rows, std::int64_t cols) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("softmax_looped " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  auto x = reference::random_vector<H>(rows * cols, seed, 0.f, 3.f);
+  std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
+  kernels::softmax_looped(x, y, rows, cols, {Backend::interpreter});
+  const auto ref = reference::softmax<H>(x, rows, cols);
+  EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
+  EXPECT_LE(reference::worst_element<H>(y, ref, 1e-7, 4 * reference::tolerance<H>()), 1.0);
+}
+}  // namespace
+
+TEST(Loops, LoopedSoftmaxMatchesFloat64) {
+  for (std::int64_t cols : {1, 7, 4096, 5000, 20000}) check_looped<float>(3, cols);
+  check_looped<bfloat16>(2, 131072);
+  check_looped<half>(2, 9000);
+}
+
+TEST(Loops, LoopedSoftmaxOfAllMinusInfinityRowIsNaNFree) {
+  // Masked lanes and -inf inputs must not turn the running sums into NaN.
+  std::vector<float> x(5000, -1e30f), y(5000);
+  x[4999] = 0.f;
+  kernels::softmax_looped(x, y, 1, 5000, {Backend::interpreter});
+  EXPECT_EQ(y[4999], 1.f);
+  EXPECT_EQ(y[0], 0.f);
+}
