@@ -48,6 +48,51 @@ double copy_time_us(std::size_t bytes, int sets, void* stream, int runs) {
   return copy_us()[bytes];
 }
 
+// Rows wider than one program: the looped (online) softmax, which reads each row twice and writes it once.
+template <class H>
+void softmax_wide_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols, const char* dtype) {
+  if (!g_gpu_skip.empty()) {
+    state.SkipWithError(("no GPU: " + g_gpu_skip).c_str());
+    return;
+  }
+  const std::size_t n = static_cast<std::size_t>(rows * cols), bytes = n * sizeof(H);
+  const int runs = g_smoke ? 10 : 100;
+  driver::Stream stream;
+  const kernels::RowOptions opt{Backend::gpu, stream.handle()};
+  const int sets = bench::rotation_sets(2 * bytes);
+  const auto host = reference::random_vector<H>(n, 7);
+  std::vector<DeviceBuffer<H>> xs, ys;
+  for (int s = 0; s < sets; ++s) {
+    xs.emplace_back(host);
+    ys.emplace_back(n);
+  }
+  ys[0].fill_bytes(0xff);
+  kernels::softmax_looped(xs[0], ys[0], rows, cols, opt);
+  stream.synchronize();
+  const double err = reference::relative_error<H>(ys[0].download(), reference::softmax<H>(host, rows, cols));
+  if (!(err <= reference::tolerance<H>())) {
+    g_failed = true;
+    state.SkipWithError(("wrong result, rel err " + std::to_string(err)).c_str());
+    return;
+  }
+  const double c = copy_time_us(bytes, sets, stream.handle(), runs);
+  bench::Timing t;
+  for (auto _ : state) {
+    t = bench::time_launches([&](int s) { kernels::softmax_looped(xs[s], ys[s], rows, cols, opt); }, sets,
+                             stream.handle(), 10, runs);
+    state.SetIterationTime(t.median_us * 1e-6);
+  }
+  const double moved = 2.0 * bytes;  // the minimum: each element read once, written once
+  state.counters["us"] = t.median_us;
+  state.counters["x_copy"] = c / t.median_us;
+  const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+  g_rows.push_back({"copy", "device copy, same bytes", shape, dtype, c, moved / c / 1e3, 1.0, ""});
+  char note[96];
+  std::snprintf(note, sizeof note, "reads the row twice (1.5x the bytes); rel err %.1e", err);
+  g_rows.push_back({"softmax", "tilefuse looped (online)", shape, dtype, t.median_us, moved / t.median_us / 1e3,
+                    c / t.median_us, note});
+}
+
 template <class H>
 void softmax_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols, const char* dtype) {
   if (!g_gpu_skip.empty()) {
@@ -326,6 +371,15 @@ int main(int argc, char** argv) {
     auto* b = std::string(s.dtype) == "bf16"
                   ? benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_rows<bfloat16>(st, s.rows, s.cols, s.dtype); })
                   : benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_rows<float>(st, s.rows, s.cols, s.dtype); });
+    b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+  }
+  std::vector<Shape> wide = {{4096, 32768, "f32"}, {2048, 131072, "bf16"}, {1024, 262144, "f32"}};
+  if (g_smoke) wide = {{16, 40000, "f32"}};
+  for (const auto& s : wide) {
+    const std::string name = std::string("softmax_looped/") + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "/" + s.dtype;
+    auto* b = std::string(s.dtype) == "bf16"
+                  ? benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_wide_rows<bfloat16>(st, s.rows, s.cols, s.dtype); })
+                  : benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_wide_rows<float>(st, s.rows, s.cols, s.dtype); });
     b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
   }
   struct Norm { const char* kind; std::int64_t rows, cols; const char* dtype; };

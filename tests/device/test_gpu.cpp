@@ -218,6 +218,33 @@ TEST_F(Gpu, LayerNormAllDtypesAndWidths) {
 
 TEST_F(Gpu, LayerNormLargeMeanTwoPass) { check_layernorm<float>(64, 4096, 1e4f); }
 
+template <class H>
+void check_softmax_looped(std::int64_t rows, std::int64_t cols) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("softmax_looped " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto hx = reference::random_vector<H>(n, seed, 0.f, 3.f);
+  DeviceBuffer<H> x(hx), y(n);
+  y.fill_bytes(0xff);
+  kernels::softmax_looped(x, y, rows, cols, {Backend::gpu});
+  const auto gpu = y.download();
+  const auto ref = reference::softmax<H>(hx, rows, cols);
+  const double tol = reference::tolerance<H>();
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 1e-7, 4 * tol), 1.0);
+  std::vector<H> interp(n, reference::from_float<H>(std::nanf("")));
+  kernels::softmax_looped(hx, interp, rows, cols, {Backend::interpreter});
+  std::vector<double> interp_d(n);
+  for (std::size_t i = 0; i < n; ++i) interp_d[i] = reference::to_float(interp[i]);
+  EXPECT_LE(reference::worst_element<H>(gpu, interp_d, 1e-7, 2 * tol), 1.0);
+}
+
+TEST_F(Gpu, LoopedSoftmaxWideRows) {
+  for (std::int64_t cols : {1, 7, 4096, 5000, 16385, 40000}) check_softmax_looped<float>(9, cols);
+  check_softmax_looped<bfloat16>(4, 131072);
+  check_softmax_looped<half>(4, 70001);
+}
+
 TEST_F(Gpu, RmsNormAllDtypes) {
   for (std::int64_t cols : {1, 100, 1024, 4096, 12288}) {
     check_rmsnorm<float>(33, cols);
