@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "backend/cache/cache.hpp"
@@ -48,38 +49,63 @@ double copy_time_us(std::size_t bytes, int sets, void* stream, int runs) {
   return copy_us()[bytes];
 }
 
+// One row-kernel benchmark's inputs: a random rows x cols matrix uploaded to enough buffer sets to overflow
+// the L2, output sets beside them, and a stream. `ok` is false (and the row skipped) without a GPU.
+template <class H>
+struct RowCase {
+  std::size_t n, bytes;
+  int sets = 0;
+  std::vector<H> host;
+  std::vector<DeviceBuffer<H>> xs, ys;
+  std::unique_ptr<driver::Stream> stream;
+  kernels::RowOptions opt;
+  bool ok = false;
+
+  RowCase(benchmark::State& state, std::int64_t rows, std::int64_t cols)
+      : n(static_cast<std::size_t>(rows * cols)), bytes(n * sizeof(H)) {
+    if (!g_gpu_skip.empty()) {
+      state.SkipWithError(("no GPU: " + g_gpu_skip).c_str());
+      return;
+    }
+    stream = std::make_unique<driver::Stream>();
+    opt = kernels::RowOptions{Backend::gpu, stream->handle()};
+    sets = bench::rotation_sets(2 * bytes);
+    host = reference::random_vector<H>(n, 7);
+    for (int s = 0; s < sets; ++s) {
+      xs.emplace_back(host);
+      ys.emplace_back(n);
+    }
+    ys[0].fill_bytes(0xff, stream->handle());  // poisoned, on the kernel's stream: check() sees any unwritten element
+    ok = true;
+  }
+  void* handle() const { return stream->handle(); }
+
+  // Checks set 0's output against `ref` after one launch: a fast wrong kernel is worth nothing.
+  bool check(benchmark::State& state, const std::vector<double>& ref, double* err) {
+    stream->synchronize();
+    *err = reference::relative_error<H>(ys[0].download(), ref);
+    if (*err <= reference::tolerance<H>()) return true;
+    g_failed = true;
+    state.SkipWithError(("wrong result, rel err " + std::to_string(*err)).c_str());
+    return false;
+  }
+};
+
 // Rows wider than one program: the looped (online) softmax, which reads each row twice and writes it once.
 template <class H>
 void softmax_wide_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols, const char* dtype) {
-  if (!g_gpu_skip.empty()) {
-    state.SkipWithError(("no GPU: " + g_gpu_skip).c_str());
-    return;
-  }
-  const std::size_t n = static_cast<std::size_t>(rows * cols), bytes = n * sizeof(H);
+  RowCase<H> rc(state, rows, cols);
+  if (!rc.ok) return;
   const int runs = g_smoke ? 10 : 100;
-  driver::Stream stream;
-  const kernels::RowOptions opt{Backend::gpu, stream.handle()};
-  const int sets = bench::rotation_sets(2 * bytes);
-  const auto host = reference::random_vector<H>(n, 7);
-  std::vector<DeviceBuffer<H>> xs, ys;
-  for (int s = 0; s < sets; ++s) {
-    xs.emplace_back(host);
-    ys.emplace_back(n);
-  }
-  ys[0].fill_bytes(0xff);
-  kernels::softmax_looped(xs[0], ys[0], rows, cols, opt);
-  stream.synchronize();
-  const double err = reference::relative_error<H>(ys[0].download(), reference::softmax<H>(host, rows, cols));
-  if (!(err <= reference::tolerance<H>())) {
-    g_failed = true;
-    state.SkipWithError(("wrong result, rel err " + std::to_string(err)).c_str());
-    return;
-  }
-  const double c = copy_time_us(bytes, sets, stream.handle(), runs);
+  kernels::softmax_looped(rc.xs[0], rc.ys[0], rows, cols, rc.opt);
+  double err = 0;
+  if (!rc.check(state, reference::softmax<H>(rc.host, rows, cols), &err)) return;
+  const std::size_t bytes = rc.bytes;
+  const double c = copy_time_us(bytes, rc.sets, rc.handle(), runs);
   bench::Timing t;
   for (auto _ : state) {
-    t = bench::time_launches([&](int s) { kernels::softmax_looped(xs[s], ys[s], rows, cols, opt); }, sets,
-                             stream.handle(), 10, runs);
+    t = bench::time_launches([&](int s) { kernels::softmax_looped(rc.xs[s], rc.ys[s], rows, cols, rc.opt); }, rc.sets,
+                             rc.handle(), 10, runs);
     state.SetIterationTime(t.median_us * 1e-6);
   }
   const double moved = 2.0 * bytes;  // the minimum: each element read once, written once
@@ -95,40 +121,23 @@ void softmax_wide_rows(benchmark::State& state, std::int64_t rows, std::int64_t 
 
 template <class H>
 void softmax_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols, const char* dtype) {
-  if (!g_gpu_skip.empty()) {
-    state.SkipWithError(("no GPU: " + g_gpu_skip).c_str());
-    return;
-  }
-  const std::size_t n = static_cast<std::size_t>(rows * cols), bytes = n * sizeof(H);
+  RowCase<H> rc(state, rows, cols);
+  if (!rc.ok) return;
+  const std::size_t n = rc.n, bytes = rc.bytes;
   const int runs = g_smoke ? 20 : 200;
-  driver::Stream stream;
-  const kernels::RowOptions opt{Backend::gpu, stream.handle()};
-  const int sets = bench::rotation_sets(2 * bytes);
-  const auto host = reference::random_vector<H>(n, 7);
-  std::vector<DeviceBuffer<H>> xs, ys;
-  for (int s = 0; s < sets; ++s) {
-    xs.emplace_back(host);
-    ys.emplace_back(n);
-  }
   kernels::UnfusedScratch<DeviceBuffer<H>> scratch{DeviceBuffer<H>(rows), DeviceBuffer<H>(n), DeviceBuffer<H>(n),
                                                    DeviceBuffer<H>(rows)};
-  // Check before timing: a fast wrong kernel is worth nothing.
-  ys[0].fill_bytes(0xff);
-  kernels::softmax(xs[0], ys[0], rows, cols, opt);
-  stream.synchronize();
-  const double err = reference::relative_error<H>(ys[0].download(), reference::softmax<H>(host, rows, cols));
-  if (!(err <= reference::tolerance<H>())) {
-    g_failed = true;
-    state.SkipWithError(("wrong result, rel err " + std::to_string(err)).c_str());
-    return;
-  }
-  copy_time_us(bytes, sets, stream.handle(), runs);
+  kernels::softmax(rc.xs[0], rc.ys[0], rows, cols, rc.opt);
+  double err = 0;
+  if (!rc.check(state, reference::softmax<H>(rc.host, rows, cols), &err)) return;
+  copy_time_us(bytes, rc.sets, rc.handle(), runs);
   bench::Timing fused, unfused;
   for (auto _ : state) {
-    fused = bench::time_launches([&](int s) { kernels::softmax(xs[s], ys[s], rows, cols, opt); }, sets, stream.handle(),
-                                 20, runs);
-    unfused = bench::time_launches([&](int s) { kernels::softmax_unfused(xs[s], ys[s], scratch, rows, cols, opt); },
-                                   sets, stream.handle(), 5, std::max(10, runs / 4));
+    fused = bench::time_launches([&](int s) { kernels::softmax(rc.xs[s], rc.ys[s], rows, cols, rc.opt); }, rc.sets,
+                                 rc.handle(), 20, runs);
+    unfused = bench::time_launches(
+        [&](int s) { kernels::softmax_unfused(rc.xs[s], rc.ys[s], scratch, rows, cols, rc.opt); }, rc.sets, rc.handle(),
+        5, std::max(10, runs / 4));
     state.SetIterationTime(fused.median_us * 1e-6);
   }
   const double moved = 2.0 * bytes, c = copy_us()[bytes];
@@ -152,43 +161,28 @@ void softmax_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols,
 // LayerNorm (kind "layernorm") or RMSNorm ("rmsnorm") over rows x cols, against a copy of x's bytes.
 template <class H>
 void norm_rows(benchmark::State& state, const char* kind, std::int64_t rows, std::int64_t cols, const char* dtype) {
-  if (!g_gpu_skip.empty()) {
-    state.SkipWithError(("no GPU: " + g_gpu_skip).c_str());
-    return;
-  }
+  RowCase<H> rc(state, rows, cols);
+  if (!rc.ok) return;
   const bool layer = std::string(kind) == "layernorm";
-  const std::size_t n = static_cast<std::size_t>(rows * cols), bytes = n * sizeof(H);
+  const std::size_t bytes = rc.bytes;
   const int runs = g_smoke ? 20 : 200;
-  driver::Stream stream;
-  const kernels::RowOptions opt{Backend::gpu, stream.handle()};
-  const int sets = bench::rotation_sets(2 * bytes);
-  const auto hx = reference::random_vector<H>(n, 7);
   const auto hw = reference::random_vector<H>(cols, 8), hb = reference::random_vector<H>(cols, 9);
-  std::vector<DeviceBuffer<H>> xs, ys;
-  for (int s = 0; s < sets; ++s) {
-    xs.emplace_back(hx);
-    ys.emplace_back(n);
-  }
   DeviceBuffer<H> w(hw), b(hb);
   kernels::RowStats<DeviceBuffer<float>> stats{DeviceBuffer<float>(rows), DeviceBuffer<float>(rows)};
   auto run = [&](int s) {
-    if (layer) kernels::layernorm(xs[s], w, b, ys[s], stats, rows, cols, 1e-5f, opt);
-    else kernels::rmsnorm(xs[s], w, ys[s], rows, cols, 1e-6f, opt);
+    if (layer) kernels::layernorm(rc.xs[s], w, b, rc.ys[s], stats, rows, cols, 1e-5f, rc.opt);
+    else kernels::rmsnorm(rc.xs[s], w, rc.ys[s], rows, cols, 1e-6f, rc.opt);
   };
-  ys[0].fill_bytes(0xff);
   run(0);
-  stream.synchronize();
-  const auto ref = layer ? reference::layernorm<H>(hx, hw, hb, rows, cols, 1e-5) : reference::rmsnorm<H>(hx, hw, rows, cols, 1e-6);
-  const double err = reference::relative_error<H>(ys[0].download(), ref);
-  if (!(err <= reference::tolerance<H>())) {
-    g_failed = true;
-    state.SkipWithError(("wrong result, rel err " + std::to_string(err)).c_str());
+  double err = 0;
+  if (!rc.check(state, layer ? reference::layernorm<H>(rc.host, hw, hb, rows, cols, 1e-5)
+                             : reference::rmsnorm<H>(rc.host, hw, rows, cols, 1e-6),
+                &err))
     return;
-  }
-  const double c = copy_time_us(bytes, sets, stream.handle(), runs);
+  const double c = copy_time_us(bytes, rc.sets, rc.handle(), runs);
   bench::Timing t;
   for (auto _ : state) {
-    t = bench::time_launches(run, sets, stream.handle(), 20, runs);
+    t = bench::time_launches(run, rc.sets, rc.handle(), 20, runs);
     state.SetIterationTime(t.median_us * 1e-6);
   }
   const double moved = 2.0 * bytes;  // x read, y written (w, b and the row statistics are under 0.1%)
@@ -283,8 +277,8 @@ void launch_overhead(benchmark::State& state) {
   }
   auto& k = kernels::softmax_kernel<tl::f32, 128>();
   DeviceBuffer<float> x(128), y(128);
-  x.fill_bytes(0);
   driver::Stream stream;
+  x.fill_bytes(0, stream.handle());
   const LaunchConfig cfg({1}, Backend::gpu, stream.handle());
   k.launch(cfg, x, y, 128, 128);
   stream.synchronize();

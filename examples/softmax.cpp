@@ -74,8 +74,8 @@ int run_gpu(const Args& a) {
   DeviceBuffer<H> x(host_x), y(n), y2(n);
   kernels::UnfusedScratch<DeviceBuffer<H>> scratch{DeviceBuffer<H>(a.rows), DeviceBuffer<H>(n), DeviceBuffer<H>(n),
                                                    DeviceBuffer<H>(a.rows)};
-  y.fill_bytes(0xff);
-  y2.fill_bytes(0xff);
+  y.fill_bytes(0xff, stream.handle());  // on the kernels' stream, which does not wait for the default one
+  y2.fill_bytes(0xff, stream.handle());
   kernels::softmax(x, y, a.rows, a.cols, opt);
   kernels::softmax_unfused(x, y2, scratch, a.rows, a.cols, opt);
   stream.synchronize();
