@@ -389,7 +389,19 @@ TILEFUSE_FLOAT_UNARY(exp2, exp2, 2 to the power x)
 TILEFUSE_FLOAT_UNARY(log, log, natural logarithm)
 TILEFUSE_FLOAT_UNARY(sqrt, sqrt, square root)
 TILEFUSE_FLOAT_UNARY(rsqrt, rsqrt, reciprocal square root)
+TILEFUSE_FLOAT_UNARY(erf, erf, the error function)
 #undef TILEFUSE_FLOAT_UNARY
+
+/// Uniform random f32 in [0, 1) for each offset: Philox4x32-10 keyed by `seed` with the offset as counter
+/// (as Triton's tl.rand), so a (seed, offset) pair always gives the same number, on the GPU and in the
+/// interpreter. Use distinct offsets for distinct elements (row * n + cols, plus a per-call base).
+template <class S, class O, int... N>
+Tile<f32, N...> rand(const Scalar<S>& seed, const Tile<O, N...>& offsets) {
+  static_assert(is_int_tag<S>, "tilefuse: rand's seed is an i32 or i64 scalar.");
+  static_assert(is_int_tag<O>, "tilefuse: rand's offsets are i32 or i64.");
+  const ir::ValueType type = Tile<f32, N...>::type();
+  return Tile<f32, N...>(detail::emit(ir::Op::rand, &type, {seed.id(), offsets.id()}));
+}
 
 /// Absolute value.
 template <class T, int... N>

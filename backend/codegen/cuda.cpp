@@ -57,6 +57,28 @@ template <class S, int W> __device__ __forceinline__ void tf_store_vec(S* p, con
 // ---- end of helpers ----
 )";
 
+// Emitted only into kernels that draw random numbers (so every other kernel's text stays as it was).
+// Philox4x32-10 (Salmon et al., 2011) on counter (offset, 0, 0) and key seed; the first word's top 24
+// bits give a float in [0, 1). The interpreter runs the same integer steps, so both draw the same stream.
+constexpr const char* kRandPrelude = R"(// ---- tilefuse random numbers ----
+__device__ __forceinline__ float tf_rand(unsigned long long seed, long long offset) {
+  unsigned c0 = (unsigned)offset, c1 = (unsigned)((unsigned long long)offset >> 32), c2 = 0u, c3 = 0u;
+  unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const unsigned lo0 = 0xD2511F53u * c0, hi0 = __umulhi(0xD2511F53u, c0);
+    const unsigned lo1 = 0xCD9E8D57u * c2, hi1 = __umulhi(0xCD9E8D57u, c2);
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return (float)(c0 >> 8) * 5.9604644775390625e-08f;
+}
+)";
+
 // Register type of a value's elements.
 std::string reg_type(const ir::ValueType& t) {
   if (t.pointer) {
@@ -161,6 +183,9 @@ class Emitter {
       os_ << "// layout of " << n << "-element tiles: " << l.per_thread << " per thread in runs of " << l.vector
           << (l.n < threads_ ? " (threads past the tile hold none)" : "") << "\n";
     os_ << kPrelude << "\n";
+    bool random = false;
+    ir::walk(fn_.body, [&](const ir::Instr& in) { random = random || in.op == Op::rand; });
+    if (random) os_ << kRandPrelude << "\n";
     signature();
     if (packed_) {
       // Warp w of the block runs program blockIdx.x * P + w; the grid's last block may hold fewer programs.
@@ -353,6 +378,10 @@ class Emitter {
       case Op::log: elementwise(in, rounded(t->dtype, "logf(" + a(0) + ")")); break;
       case Op::sqrt: elementwise(in, rounded(t->dtype, "sqrtf(" + a(0) + ")")); break;
       case Op::rsqrt: elementwise(in, rounded(t->dtype, "rsqrtf(" + a(0) + ")")); break;
+      case Op::erf: elementwise(in, rounded(t->dtype, "erff(" + a(0) + ")")); break;
+      case Op::rand:
+        elementwise(in, "tf_rand((unsigned long long)(long long)" + a(0) + ", (long long)" + a(1) + ")");
+        break;
       case Op::abs:
         elementwise(in, fl ? "fabsf(" + a(0) + ")" : (t->dtype == DType::i64 ? "llabs(" : "abs(") + a(0) + ")");
         break;

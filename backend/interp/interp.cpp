@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/ir/float16.hpp"
+#include "backend/ir/philox.hpp"
 
 namespace tilefuse::interp {
 
@@ -254,6 +255,12 @@ class Program {
         }
         return;
       }
+      case Op::rand: {
+        Value& r = make(in);
+        const std::uint64_t seed = static_cast<std::uint64_t>(ix(0, 0));
+        for (std::size_t j = 0; j < r.f.size(); ++j) r.f[j] = philox_uniform(seed, ix(1, j));
+        return;
+      }
       case Op::cast: {
         const DType from = type(in.args[0]).dtype, to = type(in.result).dtype;
         Value& r = make(in);
@@ -306,6 +313,7 @@ class Program {
           case Op::log: x = std::log(f(0)); break;
           case Op::sqrt: x = std::sqrt(f(0)); break;
           case Op::rsqrt: x = 1.0f / std::sqrt(f(0)); break;
+          case Op::erf: x = std::erf(f(0)); break;
           case Op::abs: x = std::fabs(f(0)); break;
           default: fail(in, "unsupported float op");
         }

@@ -75,6 +75,8 @@ const char* op_name(Op op) {
     case Op::sqrt: return "sqrt";
     case Op::rsqrt: return "rsqrt";
     case Op::abs: return "abs";
+    case Op::erf: return "erf";
+    case Op::rand: return "rand";
     case Op::lt: return "lt";
     case Op::le: return "le";
     case Op::gt: return "gt";
@@ -275,7 +277,13 @@ void verify(const Function& fn) {
         need_args(1, 1);
         if (!(arg(0) == *r) || r->pointer) fail(in, "operand and result must have one type");
         break;
-      case Op::exp: case Op::exp2: case Op::log: case Op::sqrt: case Op::rsqrt:
+      case Op::rand:
+        need_args(2, 2);
+        if (!is_int(arg(0).dtype) || arg(0).rank != 0 || arg(0).pointer || !is_int(arg(1).dtype) || arg(1).pointer ||
+            r->dtype != DType::f32 || r->rank != arg(1).rank)
+          fail(in, "rand takes an integer seed and integer offsets and gives f32 of the offsets' shape");
+        break;
+      case Op::exp: case Op::exp2: case Op::log: case Op::sqrt: case Op::rsqrt: case Op::erf:
         need_args(1, 1);
         if (!(arg(0) == *r) || !is_float(r->dtype) || r->pointer) fail(in, "math functions take and give floats");
         break;

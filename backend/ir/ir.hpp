@@ -48,7 +48,7 @@ enum class Op : std::uint8_t {
   splat,         ///< (scalar) broadcast to the result shape
   add, sub, mul, div, rem,
   minimum, maximum,
-  neg, exp, exp2, log, sqrt, rsqrt, abs,
+  neg, exp, exp2, log, sqrt, rsqrt, abs, erf,
   lt, le, gt, ge, eq, ne,
   logical_and, logical_or, logical_not,
   select,        ///< (cond, a, b): a where cond else b
@@ -58,6 +58,7 @@ enum class Op : std::uint8_t {
   store,         ///< (ptr, value [, mask]); no result
   reduce_max, reduce_min, reduce_sum,  ///< (tile) reduced to a scalar
   loop,          ///< (lo, hi, step, init...): runs `body` for iv = lo, lo + step, ... < hi, carrying values
+  rand,          ///< (seed, offsets): f32 uniform in [0, 1) from Philox4x32-10 keyed by seed, counter offsets
 };
 
 /// Name of an op as the printer spells it.

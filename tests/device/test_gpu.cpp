@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "kernels/epilogue.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/reference.hpp"
 #include "kernels/softmax.hpp"
@@ -243,6 +244,52 @@ TEST_F(Gpu, LoopedSoftmaxWideRows) {
   for (std::int64_t cols : {1, 7, 4096, 5000, 16385, 40000}) check_softmax_looped<float>(9, cols);
   check_softmax_looped<bfloat16>(4, 131072);
   check_softmax_looped<half>(4, 70001);
+}
+
+template <class H>
+void check_epilogue(std::int64_t rows, std::int64_t cols, float p) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("epilogue " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto hx = reference::random_vector<H>(n, seed), hr = reference::random_vector<H>(n, seed + 1);
+  auto hb = reference::random_vector<H>(cols, seed + 2);
+  DeviceBuffer<H> x(hx), r(hr), b(hb), y(n), y2(n), t1(n), t2(n);
+  y.fill_bytes(0xff);
+  y2.fill_bytes(0xff);
+  const kernels::DropoutParams d{p, static_cast<std::int64_t>(seed), 777};
+  kernels::epilogue(x, b, r, y, rows, cols, d, {Backend::gpu});
+  kernels::epilogue_unfused(x, b, r, y2, t1, t2, rows, cols, d, {Backend::gpu});
+  const auto gpu = y.download();
+  const auto ref = reference::epilogue<H>(hx, hb, hr, rows, cols, p, d.seed, d.offset);
+  const double tol = reference::tolerance<H>();
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 4 * tol, 4 * tol), 1.0);
+  EXPECT_LE(reference::relative_error<H>(y2.download(), ref), 4 * tol);
+}
+
+TEST_F(Gpu, EpilogueDropsTheSameElementsAsTheInterpreter) {
+  // x = 1, bias = 0, residual = 0: a kept element is gelu(1) / (1 - p) > 0, a dropped one is exactly 0.
+  const std::int64_t rows = 300, cols = 1000;
+  const std::size_t n = rows * cols;
+  std::vector<float> hx(n, 1.f), hr(n, 0.f), hb(cols, 0.f), interp(n, -1.f);
+  DeviceBuffer<float> x(hx), r(hr), b(hb), y(n);
+  y.fill_bytes(0xff);
+  const kernels::DropoutParams d{0.3f, static_cast<std::int64_t>(fresh_seed() >> 1), 5};
+  kernels::epilogue(x, b, r, y, rows, cols, d, {Backend::gpu});
+  kernels::epilogue(hx, hb, hr, interp, rows, cols, d, {Backend::interpreter});
+  const auto gpu = y.download();
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(gpu[i] == 0.f, interp[i] == 0.f) << "element " << i;
+    dropped += gpu[i] == 0.f;
+  }
+  EXPECT_NEAR(static_cast<double>(dropped) / n, 0.3, 0.01);
+}
+
+TEST_F(Gpu, EpilogueMatchesInterpreterAndFloat64) {
+  for (std::int64_t cols : {1, 7, 768, 1000, 4096, 16384}) check_epilogue<float>(33, cols, 0.1f);
+  check_epilogue<bfloat16>(64, 4096, 0.2f);
+  check_epilogue<half>(64, 3000, 0.5f);
 }
 
 TEST_F(Gpu, RmsNormAllDtypes) {
