@@ -18,6 +18,7 @@ ctest --test-dir build-gpu --output-on-failure -R "bench_smoke|example_softmax" 
 grep -E "^[0-9]+% tests" "$out/ctest.log"
 ./build-gpu/softmax 2>&1 | tee "$out/example_softmax.txt" || status=1
 ./build-gpu/softmax --dtype bf16 --rows 16384 2>&1 | tee -a "$out/example_softmax.txt" || status=1
+./build-gpu/fused_epilogue 2>&1 | tee -a "$out/example_softmax.txt" || status=1
 ./build-gpu/bench/tilefuse_bench --table "$out/bench_table.md" --benchmark_out="$out/bench.json" \
   --benchmark_out_format=json > "$out/bench.log" 2>&1 || status=1
 cat "$out/bench_table.md"
