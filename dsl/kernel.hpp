@@ -130,12 +130,12 @@ class Kernel {
         tl::detail::tracing_block = previous_block;
       }
     } guard(&fn);
-    call(fn, std::make_index_sequence<Sig::arity>{});
+    emit_params_and_run(std::make_index_sequence<Sig::arity>{});
     return fn;
   }
 
   template <std::size_t... I>
-  static void call(ir::Function&, std::index_sequence<I...>) {
+  static void emit_params_and_run(std::index_sequence<I...>) {
     auto make = [](auto p, std::size_t i) {
       using P = typename decltype(p)::type;
       const ir::ValueType type = P::type();

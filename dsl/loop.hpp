@@ -41,6 +41,8 @@ struct BlockScope {
 template <class Lo, class Hi, class St, class... C, class F>
 std::tuple<C...> for_range(const Lo& lo, const Hi& hi, const St& step, const std::tuple<C...>& init, F&& body) {
   static_assert((TileValue<C> && ...), "tilefuse: for_range carries tiles and scalars (a std::tuple of them).");
+  static_assert((!is_ptr_tag<typename C::dtype>::value && ...),
+                "tilefuse: for_range cannot carry pointers; carry an integer offset and add it to the pointer.");
   using Returned = std::remove_cvref_t<decltype(body(std::declval<Scalar<i32>>(), std::declval<C>()...))>;
   static_assert(std::is_same_v<Returned, std::tuple<C...>>,
                 "tilefuse: a for_range body must return std::tuple of the next carried values, with the dtypes "

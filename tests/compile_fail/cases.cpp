@@ -37,7 +37,14 @@ void program(tl::Ptr<tl::f32> x, tl::Ptr<tl::i32> idx, tl::Scalar<tl::i32> n) {
 #ifdef CASE_POINTER_TIMES
   auto bad = (x + cols) * 2;
 #endif
-  tl::store(x + cols, v * 2.0f, cols < n);
+#ifdef CASE_LOOP_CARRIES_POINTER
+  auto bad = tl::for_range(0, n, 1, std::tuple{x}, [&](auto, auto p) { return std::tuple{p + 1}; });
+#endif
+#ifdef CASE_LOOP_BODY_WRONG_RETURN
+  auto bad = tl::for_range(0, n, 1, std::tuple{v}, [&](auto, auto acc) { return std::tuple{tl::cast<tl::f16>(acc)}; });
+#endif
+  auto [total] = tl::for_range(0, n, 1, std::tuple{v}, [&](auto, auto acc) { return std::tuple{acc + 1.0f}; });
+  tl::store(x + cols, total * 2.0f, cols < n);
   tl::store(idx + cols, cols, cols < n);
 }
 
