@@ -169,32 +169,83 @@ void softmax_unfused(Buf& in, Buf& out, UnfusedScratch<Buf>& scratch, std::int64
 
 namespace tilefuse::kernels {
 
+namespace detail {
+
+// Max and sum of exp(x - max) over columns [start, end) of the row at `base`, in BLOCK-column pieces
+// with a running max and sum per lane (online softmax: each element read once), then across lanes.
+template <class T, int BLOCK>
+std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> online_max_sum(tl::Ptr<T> in, tl::Scalar<tl::i32> base,
+                                                                     tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end) {
+  auto cols = tl::arange<BLOCK>();
+  auto init = std::tuple{tl::full<tl::f32, BLOCK>(-tl::inf), tl::full<tl::f32, BLOCK>(0.0)};
+  auto [m, s] = tl::for_range(start, end, BLOCK, init, [&](auto from, auto m, auto s) {
+    auto idx = from + cols;
+    auto x = tl::cast<tl::f32>(tl::load(in + base + idx, idx < end, -tl::inf));
+    auto m_new = tl::maximum(m, x);
+    // A lane that has seen only -inf keeps sum 0 (exp(-inf - -inf) would be NaN).
+    auto s_new = tl::where(m_new == -tl::inf, 0.0, s * tl::exp(m - m_new) + tl::exp(x - m_new));
+    return std::tuple{m_new, s_new};
+  });
+  auto row_max = tl::max(m);
+  return {row_max, tl::sum(tl::where(m == -tl::inf, 0.0, s * tl::exp(m - row_max)))};
+}
+
+// out = exp(x - row_max) / row_sum over columns [start, end) of the row at `base`.
+template <class T, int BLOCK>
+void normalize_range(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> base, tl::Scalar<tl::i32> start,
+                     tl::Scalar<tl::i32> end, tl::Scalar<tl::f32> row_max, tl::Scalar<tl::f32> row_sum) {
+  auto cols = tl::arange<BLOCK>();
+  tl::for_range(start, end, BLOCK, [&](auto from) {
+    auto idx = from + cols;
+    auto mask = idx < end;
+    auto x = tl::cast<tl::f32>(tl::load(in + base + idx, mask));
+    tl::store(out + base + idx, tl::cast<T>(tl::exp(x - row_max) / row_sum), mask);
+  });
+}
+
+}  // namespace detail
+
 /// Softmax of one row of any width, looping over it in BLOCK-column pieces: the first pass keeps a
 /// running max and sum per lane (online softmax: read once), the second writes exp(x - max) / sum
 /// (read again, write once): 3 bytes moved per 2 of the one-program kernel, with no row-width limit.
 template <class T, int BLOCK>
 void softmax_looped_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {
+  auto base = tl::program_id(0) * stride;
+  auto zero = tl::scalar<tl::i32>(0);
+  auto [row_max, row_sum] = detail::online_max_sum<T, BLOCK>(in, base, zero, n_cols);
+  detail::normalize_range<T, BLOCK>(in, out, base, zero, n_cols, row_max, row_sum);
+}
+
+/// Split-row softmax, kernel 1 of 2: program (row, split) writes the max and the sum of exp(x - max) of
+/// its `chunk` columns to partial_max/partial_sum[row * splits + split]: the grid-wide reduction's first
+/// pass, for rows too wide (and too few) to keep the GPU busy one program per row.
+template <class T, int BLOCK>
+void softmax_partials_program(tl::Ptr<T> in, tl::Ptr<tl::f32> partial_max, tl::Ptr<tl::f32> partial_sum,
+                              tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols, tl::Scalar<tl::i32> chunk) {
   auto row = tl::program_id(0);
-  auto cols = tl::arange<BLOCK>();
-  auto base = row * stride;
-  auto init = std::tuple{tl::full<tl::f32, BLOCK>(-tl::inf), tl::full<tl::f32, BLOCK>(0.0)};
-  auto [m, s] = tl::for_range(0, n_cols, BLOCK, init, [&](auto start, auto m, auto s) {
-    auto idx = start + cols;
-    auto x = tl::cast<tl::f32>(tl::load(in + base + idx, idx < n_cols, -tl::inf));
-    auto m_new = tl::maximum(m, x);
-    // A lane that has seen only -inf keeps sum 0 (exp(-inf - -inf) would be NaN).
-    auto empty = m_new == -tl::inf;
-    auto s_new = tl::where(empty, 0.0, s * tl::exp(m - m_new) + tl::exp(x - m_new));
-    return std::tuple{m_new, s_new};
-  });
+  auto split = tl::program_id(1);
+  auto start = split * chunk;
+  auto [m, s] = detail::online_max_sum<T, BLOCK>(in, row * stride, start, tl::minimum(start + chunk, n_cols));
+  tl::store(partial_max + row * tl::num_programs(1) + split, m);
+  tl::store(partial_sum + row * tl::num_programs(1) + split, s);
+}
+
+/// Split-row softmax, kernel 2 of 2: program (row, split) combines the row's SPLITS_BLOCK-padded partials
+/// into the row's max and sum, then normalizes its own chunk.
+template <class T, int BLOCK, int SPLITS_BLOCK>
+void softmax_combine_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Ptr<tl::f32> partial_max, tl::Ptr<tl::f32> partial_sum,
+                             tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols, tl::Scalar<tl::i32> chunk) {
+  auto row = tl::program_id(0);
+  auto split = tl::program_id(1);
+  auto splits = tl::num_programs(1);
+  auto k = tl::arange<SPLITS_BLOCK>();
+  auto valid = k < splits;
+  auto m = tl::load(partial_max + row * splits + k, valid, -tl::inf);
   auto row_max = tl::max(m);
+  auto s = tl::load(partial_sum + row * splits + k, valid);
   auto row_sum = tl::sum(tl::where(m == -tl::inf, 0.0, s * tl::exp(m - row_max)));
-  tl::for_range(0, n_cols, BLOCK, [&](auto start) {
-    auto idx = start + cols;
-    auto mask = idx < n_cols;
-    auto x = tl::cast<tl::f32>(tl::load(in + base + idx, mask));
-    tl::store(out + base + idx, tl::cast<T>(tl::exp(x - row_max) / row_sum), mask);
-  });
+  auto start = split * chunk;
+  detail::normalize_range<T, BLOCK>(in, out, row * stride, start, tl::minimum(start + chunk, n_cols), row_max, row_sum);
 }
 
 /// Column piece of the looped softmax: 4096 elements (16 per thread at 8 warps).
@@ -217,6 +268,46 @@ void softmax_looped(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, con
   check_matrix("softmax_looped", "in", in, rows, cols);
   check_matrix("softmax_looped", "out", out, rows, cols);
   softmax_looped_kernel<T>().launch(LaunchConfig({rows}, opt.backend, opt.stream), in, out, cols, cols);
+}
+
+/// Most splits of one row the split-row softmax supports (the combine kernel holds them as one tile).
+inline constexpr std::int64_t kSoftmaxMaxSplits = 1024;
+
+/// Scratch for the split-row softmax: rows x splits partial maxima and sums (f32).
+template <class F32Buf>
+struct SplitScratch {
+  F32Buf partial_max, partial_sum;
+};
+
+/// out = softmax(in) with each row split over `splits` programs and two kernels (partials, then combine
+/// and normalize): reads every element twice and writes it once, like the looped kernel, but spreads a
+/// row over the GPU. Not yet run on a GPU by the device tier: see the issue notes.
+template <class Buf, class F32Buf>
+void softmax_split(Buf& in, Buf& out, SplitScratch<F32Buf>& scratch, std::int64_t rows, std::int64_t cols,
+                   std::int64_t splits, const RowOptions& opt = {}) {
+  using T = tl::dtype_of_host_t<element_of_t<Buf>>;
+  static_assert(tl::is_float_tag<T>, "tilefuse softmax_split: elements must be float, half or bfloat16.");
+  static_assert(std::is_same_v<element_of_t<F32Buf>, float>, "tilefuse softmax_split: partials are float buffers.");
+  check_matrix("softmax_split", "in", in, rows, cols);
+  check_matrix("softmax_split", "out", out, rows, cols);
+  if (splits < 1 || splits > kSoftmaxMaxSplits || splits > 65535)
+    throw std::invalid_argument("tilefuse softmax_split: argument splits: expected 1 to " +
+                                std::to_string(kSoftmaxMaxSplits) + ", got " + std::to_string(splits));
+  check_vector("softmax_split", "scratch.partial_max", scratch.partial_max, rows * splits);
+  check_vector("softmax_split", "scratch.partial_sum", scratch.partial_sum, rows * splits);
+  constexpr int B = kSoftmaxLoopBlock;
+  // Chunks are whole BLOCK pieces, so every piece but a row's last is full and aligned.
+  const std::int64_t chunk = ((cols + splits - 1) / splits + B - 1) / B * B;
+  const LaunchConfig cfg(Grid(rows, splits), opt.backend, opt.stream);
+  static Kernel<&softmax_partials_program<T, B>> partials(
+      "softmax_partials", KernelOptions{row_warps(B, row_elements_per_thread()), {"in", "partial_max", "partial_sum", "stride", "n_cols", "chunk"}});
+  partials.launch(cfg, in, scratch.partial_max, scratch.partial_sum, cols, cols, chunk);
+  with_block<kSoftmaxMaxSplits>(splits, [&]<int SB>() {
+    static Kernel<&softmax_combine_program<T, B, SB>> combine(
+        "softmax_combine_" + std::to_string(SB),
+        KernelOptions{row_warps(B, row_elements_per_thread()), {"in", "out", "partial_max", "partial_sum", "stride", "n_cols", "chunk"}});
+    combine.launch(cfg, in, out, scratch.partial_max, scratch.partial_sum, cols, cols, chunk);
+  });
 }
 
 }  // namespace tilefuse::kernels

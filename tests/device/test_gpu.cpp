@@ -240,6 +240,30 @@ void check_softmax_looped(std::int64_t rows, std::int64_t cols) {
   EXPECT_LE(reference::worst_element<H>(gpu, interp_d, 1e-7, 2 * tol), 1.0);
 }
 
+template <class H>
+void check_softmax_split(std::int64_t rows, std::int64_t cols, std::int64_t splits) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("softmax_split " + std::to_string(rows) + "x" + std::to_string(cols) + " splits " +
+               std::to_string(splits) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto hx = reference::random_vector<H>(n, seed, 0.f, 3.f);
+  DeviceBuffer<H> x(hx), y(n);
+  kernels::SplitScratch<DeviceBuffer<float>> scratch{DeviceBuffer<float>(rows * splits), DeviceBuffer<float>(rows * splits)};
+  y.fill_bytes(0xff);
+  kernels::softmax_split(x, y, scratch, rows, cols, splits, {Backend::gpu});
+  const auto gpu = y.download();
+  const auto ref = reference::softmax<H>(hx, rows, cols);
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), reference::tolerance<H>());
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 1e-7, 4 * reference::tolerance<H>()), 1.0);
+}
+
+TEST_F(Gpu, SplitRowSoftmax) {
+  check_softmax_split<float>(7, 20001, 3);
+  check_softmax_split<float>(5, 9000, 8);
+  check_softmax_split<bfloat16>(16, 131072, 16);
+  check_softmax_split<float>(4, 262144, 64);
+}
+
 TEST_F(Gpu, LoopedSoftmaxWideRows) {
   for (std::int64_t cols : {1, 7, 4096, 5000, 16385, 40000}) check_softmax_looped<float>(9, cols);
   check_softmax_looped<bfloat16>(4, 131072);

@@ -158,3 +158,51 @@ TEST(Loops, LoopedSoftmaxOfAllMinusInfinityRowIsNaNFree) {
   EXPECT_EQ(y[4999], 1.f);
   EXPECT_EQ(y[0], 0.f);
 }
+
+namespace {
+template <class H>
+void check_split(std::int64_t rows, std::int64_t cols, std::int64_t splits) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("softmax_split " + std::to_string(rows) + "x" + std::to_string(cols) + " splits " +
+               std::to_string(splits) + " seed " + std::to_string(seed));
+  auto x = reference::random_vector<H>(rows * cols, seed, 0.f, 3.f);
+  std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
+  kernels::SplitScratch<std::vector<float>> scratch{std::vector<float>(rows * splits), std::vector<float>(rows * splits)};
+  kernels::softmax_split(x, y, scratch, rows, cols, splits, {Backend::interpreter});
+  const auto ref = reference::softmax<H>(x, rows, cols);
+  EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
+  EXPECT_LE(reference::worst_element<H>(y, ref, 1e-7, 4 * reference::tolerance<H>()), 1.0);
+}
+}  // namespace
+
+TEST(Loops, SplitRowSoftmaxMatchesFloat64) {
+  check_split<float>(3, 1, 1);
+  check_split<float>(3, 5000, 2);
+  check_split<float>(2, 20001, 3);   // a width that is not a multiple of the split or the piece
+  check_split<float>(2, 9000, 8);    // more splits than pieces: some programs get no columns
+  check_split<bfloat16>(2, 131072, 16);
+}
+
+TEST(Loops, SplitRowSoftmaxRejectsBadSplits) {
+  std::vector<float> x(100), y(100);
+  kernels::SplitScratch<std::vector<float>> scratch{std::vector<float>(2000), std::vector<float>(2000)};
+  try {
+    kernels::softmax_split(x, y, scratch, 1, 100, 2000, {Backend::interpreter});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("argument splits: expected 1 to 1024, got 2000"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Loops, SplitRowKernelsCompileWithoutSpills) {
+  std::vector<float> x(8192), y(8192);
+  kernels::SplitScratch<std::vector<float>> scratch{std::vector<float>(4), std::vector<float>(4)};
+  kernels::softmax_split(x, y, scratch, 1, 8192, 4, {Backend::interpreter});  // makes the kernels
+  Kernel<&kernels::softmax_partials_program<tl::bf16, 4096>> partials("softmax_partials", {.num_warps = 8});
+  Kernel<&kernels::softmax_combine_program<tl::bf16, 4096, 1024>> combine("softmax_combine", {.num_warps = 8});
+  for (Program* p : {&partials.program(), &combine.program()}) {
+    const auto info = p->compile(p->default_specialization(), "sm_90");
+    EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+    EXPECT_EQ(info.stack_bytes, 0) << info.ptxas_log;
+  }
+}
