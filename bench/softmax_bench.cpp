@@ -49,6 +49,19 @@ double copy_time_us(std::size_t bytes, int sets, void* stream, int runs) {
   return copy_us()[bytes];
 }
 
+// Adds the same-bytes copy row for a shape and returns the shape's name.
+std::string add_copy_row(std::int64_t rows, std::int64_t cols, const char* dtype, double copy_us, double moved) {
+  const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+  g_rows.push_back({"copy", "device copy, same bytes", shape, dtype, copy_us, moved / copy_us / 1e3, 1.0, ""});
+  return shape;
+}
+
+// Adds a kernel row: its time, GB/s over `moved` bytes, and its ratio to the copy of the same shape.
+void add_row(const char* kernel, const char* impl, const std::string& shape, const char* dtype, double us, double moved,
+             double copy_us, const std::string& note) {
+  g_rows.push_back({kernel, impl, shape, dtype, us, moved / us / 1e3, copy_us / us, note});
+}
+
 // One row-kernel benchmark's inputs: a random rows x cols matrix uploaded to enough buffer sets to overflow
 // the L2, output sets beside them, and a stream. `ok` is false (and the row skipped) without a GPU.
 template <class H>
@@ -111,12 +124,10 @@ void softmax_wide_rows(benchmark::State& state, std::int64_t rows, std::int64_t 
   const double moved = 2.0 * bytes;  // the minimum: each element read once, written once
   state.counters["us"] = t.median_us;
   state.counters["x_copy"] = c / t.median_us;
-  const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
-  g_rows.push_back({"copy", "device copy, same bytes", shape, dtype, c, moved / c / 1e3, 1.0, ""});
+  const std::string shape = add_copy_row(rows, cols, dtype, c, moved);
   char note[96];
   std::snprintf(note, sizeof note, "reads the row twice (1.5x the bytes); rel err %.1e", err);
-  g_rows.push_back({"softmax", "tilefuse looped (online)", shape, dtype, t.median_us, moved / t.median_us / 1e3,
-                    c / t.median_us, note});
+  add_row("softmax", "tilefuse looped (online)", shape, dtype, t.median_us, moved, c, note);
 }
 
 template <class H>
@@ -147,15 +158,12 @@ void softmax_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols,
   state.counters["fused_GBps"] = moved / fused.median_us / 1e3;
   state.counters["x_copy"] = c / fused.median_us;
   state.counters["speedup_vs_unfused"] = unfused.median_us / fused.median_us;
-  const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
-  g_rows.push_back({"copy", "device copy, same bytes", shape, dtype, c, moved / c / 1e3, 1.0, ""});
+  const std::string shape = add_copy_row(rows, cols, dtype, c, moved);
   char note[64];
   std::snprintf(note, sizeof note, "rel err %.1e vs float64", err);
-  g_rows.push_back({"softmax", "tilefuse fused", shape, dtype, fused.median_us, moved / fused.median_us / 1e3,
-                    c / fused.median_us, note});
+  add_row("softmax", "tilefuse fused", shape, dtype, fused.median_us, moved, c, note);
   std::snprintf(note, sizeof note, "fused is %.2fx faster", unfused.median_us / fused.median_us);
-  g_rows.push_back({"softmax", "tilefuse unfused (5 kernels)", shape, dtype, unfused.median_us,
-                    4 * moved / unfused.median_us / 1e3, c / unfused.median_us, note});
+  add_row("softmax", "tilefuse unfused (5 kernels)", shape, dtype, unfused.median_us, 4 * moved, c, note);
 }
 
 // LayerNorm (kind "layernorm") or RMSNorm ("rmsnorm") over rows x cols, against a copy of x's bytes.
@@ -189,12 +197,11 @@ void norm_rows(benchmark::State& state, const char* kind, std::int64_t rows, std
   state.counters["us"] = t.median_us;
   state.counters["GBps"] = moved / t.median_us / 1e3;
   state.counters["x_copy"] = c / t.median_us;
-  const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
-  g_rows.push_back({"copy", "device copy, same bytes", shape, dtype, c, moved / c / 1e3, 1.0, ""});
+  const std::string shape = add_copy_row(rows, cols, dtype, c, moved);
   char note[64];
   std::snprintf(note, sizeof note, "rel err %.1e vs float64", err);
-  g_rows.push_back({kind, layer ? "tilefuse two-pass, one program per row" : "tilefuse, one program per row", shape,
-                    dtype, t.median_us, moved / t.median_us / 1e3, c / t.median_us, note});
+  add_row(kind, layer ? "tilefuse two-pass, one program per row" : "tilefuse, one program per row", shape, dtype,
+          t.median_us, moved, c, note);
 }
 
 // ---- host costs ----
