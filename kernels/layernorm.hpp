@@ -142,4 +142,61 @@ void rmsnorm(Buf& x, Buf& w, Buf& y, std::int64_t rows, std::int64_t cols, float
   });
 }
 
+/// LayerNorm of one row of any width, looping over it in BLOCK-column pieces: the first pass sums
+/// x - x[0] and its square per lane (shifted by the row's first element, so a large mean cancels before
+/// it is squared), the second writes (x - mean) * rstd * w + b. Reads the row twice, writes it once.
+template <class T, int BLOCK>
+void layernorm_looped_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                              tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                              tl::Scalar<tl::f32> eps) {
+  auto row = tl::program_id(0);
+  auto base = row * stride;
+  auto cols = tl::arange<BLOCK>();
+  auto shift = tl::cast<tl::f32>(tl::load(x + base));
+  auto init = std::tuple{tl::full<tl::f32, BLOCK>(0.0), tl::full<tl::f32, BLOCK>(0.0)};
+  auto [s1, s2] = tl::for_range(0, n, BLOCK, init, [&](auto from, auto s1, auto s2) {
+    auto idx = from + cols;
+    auto mask = idx < n;
+    auto d = tl::where(mask, tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift, 0.0);
+    return std::tuple{s1 + d, s2 + d * d};
+  });
+  auto count = tl::cast<tl::f32>(n);
+  auto mean_shifted = tl::sum(s1) / count;
+  auto var = tl::maximum(tl::sum(s2) / count - mean_shifted * mean_shifted, 0.0);
+  auto rstd = 1.0 / tl::sqrt(var + eps);
+  tl::for_range(0, n, BLOCK, [&](auto from) {
+    auto idx = from + cols;
+    auto mask = idx < n;
+    auto centered = (tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift) - mean_shifted;  // both small
+    auto wv = tl::cast<tl::f32>(tl::load(w + idx, mask));
+    auto bv = tl::cast<tl::f32>(tl::load(b + idx, mask));
+    tl::store(y + base + idx, tl::cast<T>(centered * rstd * wv + bv), mask);
+  });
+  tl::store(mean_out + row, shift + mean_shifted);
+  tl::store(rstd_out + row, rstd);
+}
+
+/// Column piece of the looped LayerNorm.
+inline constexpr int kLayerNormLoopBlock = 4096;
+
+/// LayerNorm over rows of any width (one program per row, looping over the row); same arguments and
+/// results as layernorm(). Not yet run on a GPU by the device tier: see the issue notes.
+template <class Buf, class F32Buf>
+void layernorm_looped(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
+                      float eps = 1e-5f, const RowOptions& opt = {}) {
+  using T = tl::dtype_of_host_t<element_of_t<Buf>>;
+  static_assert(tl::is_float_tag<T>, "tilefuse layernorm_looped: elements must be float, half or bfloat16.");
+  static_assert(std::is_same_v<element_of_t<F32Buf>, float>, "tilefuse layernorm_looped: mean and rstd are float buffers.");
+  check_matrix("layernorm_looped", "x", x, rows, cols);
+  check_matrix("layernorm_looped", "y", y, rows, cols);
+  check_vector("layernorm_looped", "w", w, cols);
+  check_vector("layernorm_looped", "b", b, cols);
+  check_vector("layernorm_looped", "mean", stats.mean, rows);
+  check_vector("layernorm_looped", "rstd", stats.rstd, rows);
+  constexpr int B = kLayerNormLoopBlock;
+  static Kernel<&layernorm_looped_program<T, B>> k(
+      "layernorm_looped", KernelOptions{row_warps(B, row_elements_per_thread()), {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"}});
+  k.launch(LaunchConfig({rows}, opt.backend, opt.stream), x, w, b, y, stats.mean, stats.rstd, cols, cols, eps);
+}
+
 }  // namespace tilefuse::kernels

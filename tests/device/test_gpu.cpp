@@ -220,6 +220,33 @@ TEST_F(Gpu, LayerNormAllDtypesAndWidths) {
 TEST_F(Gpu, LayerNormLargeMeanTwoPass) { check_layernorm<float>(64, 4096, 1e4f); }
 
 template <class H>
+void check_layernorm_looped(std::int64_t rows, std::int64_t cols, float mean = 0.f) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("layernorm_looped " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto hx = reference::random_vector<H>(n, seed, mean, 1.f);
+  auto hw = reference::random_vector<H>(cols, seed + 1);
+  auto hb = reference::random_vector<H>(cols, seed + 2);
+  DeviceBuffer<H> x(hx), w(hw), b(hb), y(n);
+  kernels::RowStats<DeviceBuffer<float>> stats{DeviceBuffer<float>(rows), DeviceBuffer<float>(rows)};
+  y.fill_bytes(0xff);
+  kernels::layernorm_looped(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu});
+  std::vector<double> mean_ref, rstd_ref;
+  const auto ref = reference::layernorm<H>(hx, hw, hb, rows, cols, 1e-5, &mean_ref, &rstd_ref);
+  const double tol = reference::tolerance<H>();
+  const auto gpu = y.download();
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 4 * tol, 4 * tol), 1.0);
+  EXPECT_LE(reference::worst_element<float>(stats.mean.download(), mean_ref, 1e-6, 1e-5), 1.0);
+}
+
+TEST_F(Gpu, LayerNormLoopedWideRows) {
+  for (std::int64_t cols : {1, 4096, 20000, 131072}) check_layernorm_looped<float>(9, cols);
+  check_layernorm_looped<float>(8, 20000, 1e4f);
+  check_layernorm_looped<bfloat16>(8, 65536);
+}
+
+template <class H>
 void check_softmax_looped(std::int64_t rows, std::int64_t cols) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE("softmax_looped " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
