@@ -104,6 +104,20 @@ struct RowStats {
   F32Buf mean, rstd;
 };
 
+namespace detail {
+// The argument checks layernorm() and layernorm_looped() share.
+template <class Buf, class F32Buf>
+void check_layernorm_args(const char* kernel, const Buf& x, const Buf& w, const Buf& b, const Buf& y,
+                          const RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols) {
+  check_matrix(kernel, "x", x, rows, cols);
+  check_matrix(kernel, "y", y, rows, cols);
+  check_vector(kernel, "w", w, cols);
+  check_vector(kernel, "b", b, cols);
+  check_vector(kernel, "mean", stats.mean, rows);
+  check_vector(kernel, "rstd", stats.rstd, rows);
+}
+}  // namespace detail
+
 /// y = LayerNorm(x) * w + b over rows x cols (contiguous rows); stats receives mean and rstd per row.
 /// Buf is DeviceBuffer<H> or std::span<H> / std::vector<H> (H = float, half, bfloat16); F32Buf holds floats.
 template <class Buf, class F32Buf>
@@ -112,12 +126,7 @@ void layernorm(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int
   using T = tl::dtype_of_host_t<element_of_t<Buf>>;
   static_assert(tl::is_float_tag<T>, "tilefuse layernorm: elements must be float, tilefuse::half or tilefuse::bfloat16.");
   static_assert(std::is_same_v<element_of_t<F32Buf>, float>, "tilefuse layernorm: mean and rstd are float buffers.");
-  check_matrix("layernorm", "x", x, rows, cols);
-  check_matrix("layernorm", "y", y, rows, cols);
-  check_vector("layernorm", "w", w, cols);
-  check_vector("layernorm", "b", b, cols);
-  check_vector("layernorm", "mean", stats.mean, rows);
-  check_vector("layernorm", "rstd", stats.rstd, rows);
+  detail::check_layernorm_args("layernorm", x, w, b, y, stats, rows, cols);
   detail::check_norm_cols("layernorm", cols);
   with_block<kNormMaxCols>(cols, [&]<int BLOCK>() {
     const LaunchConfig cfg({rows}, opt.backend, opt.stream);
@@ -187,12 +196,7 @@ void layernorm_looped(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, s
   using T = tl::dtype_of_host_t<element_of_t<Buf>>;
   static_assert(tl::is_float_tag<T>, "tilefuse layernorm_looped: elements must be float, half or bfloat16.");
   static_assert(std::is_same_v<element_of_t<F32Buf>, float>, "tilefuse layernorm_looped: mean and rstd are float buffers.");
-  check_matrix("layernorm_looped", "x", x, rows, cols);
-  check_matrix("layernorm_looped", "y", y, rows, cols);
-  check_vector("layernorm_looped", "w", w, cols);
-  check_vector("layernorm_looped", "b", b, cols);
-  check_vector("layernorm_looped", "mean", stats.mean, rows);
-  check_vector("layernorm_looped", "rstd", stats.rstd, rows);
+  detail::check_layernorm_args("layernorm_looped", x, w, b, y, stats, rows, cols);
   constexpr int B = kLayerNormLoopBlock;
   static Kernel<&layernorm_looped_program<T, B>> k(
       "layernorm_looped", KernelOptions{row_warps(B, row_elements_per_thread()), {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"}});
