@@ -56,6 +56,25 @@ inline int row_elements_per_thread() {
   return 16;
 }
 
+/// Threads per SM the row kernels ask ptxas to make room for (0: no request), or
+/// TILEFUSE_ROW_RESIDENT_THREADS when set (a tuning knob for sweeps, read once per kernel).
+inline int row_resident_threads() {
+  if (const char* v = std::getenv("TILEFUSE_ROW_RESIDENT_THREADS"); v && *v) {
+    const int n = std::atoi(v);
+    if (n >= 0 && n <= 2048) return n;
+    throw std::invalid_argument(std::string("tilefuse: TILEFUSE_ROW_RESIDENT_THREADS must be from 0 to 2048, got ") + v);
+  }
+  return 0;
+}
+
+/// KernelOptions of a row kernel for a row tile of `block` elements.
+inline KernelOptions row_kernel_options(std::int64_t block, std::vector<std::string> params) {
+  const int warps = row_warps(block, row_elements_per_thread());
+  const int resident = row_resident_threads();
+  const int min_blocks = resident > 32 * warps ? resident / (32 * warps) : 0;
+  return KernelOptions{warps, std::move(params), min_blocks};
+}
+
 /// Calls f.template operator()<BLOCK>() with BLOCK = next_pow2(cols), for BLOCK up to MaxBlock.
 template <int MaxBlock, class F>
 decltype(auto) with_block(std::int64_t cols, F&& f) {

@@ -170,7 +170,11 @@ class Emitter {
   Emitter(const ir::Function& fn, const Options& opt)
       : fn_(fn), opt_(opt), threads_(32 * opt.num_warps), packed_(opt.programs_per_block > 1),
         layouts_(passes::choose_layouts(fn, threads_)),
-        axis_(passes::analyze_axis_info(fn, opt.divisibility)) {}
+        axis_(passes::analyze_axis_info(fn, opt.divisibility)), def_(fn.values.size(), nullptr) {
+    ir::walk(fn_.body, [&](const ir::Instr& in) {
+      if (in.result >= 0) def_[in.result] = &in;
+    });
+  }
 
   std::string run() {
     check();
@@ -241,7 +245,9 @@ class Emitter {
   }
 
   void signature() {
-    os_ << "extern \"C\" __global__ void __launch_bounds__(" << threads_ * opt_.programs_per_block << ") " << kernel_symbol(fn_) << "(";
+    os_ << "extern \"C\" __global__ void __launch_bounds__(" << threads_ * opt_.programs_per_block;
+    if (opt_.min_blocks_per_sm > 0) os_ << ", " << opt_.min_blocks_per_sm;
+    os_ << ") " << kernel_symbol(fn_) << "(";
     for (std::size_t i = 0; i < fn_.params.size(); ++i) {
       const auto& p = fn_.params[i];
       std::string type = reg_type(p.type);
@@ -459,21 +465,43 @@ class Emitter {
       return;
     }
     // Vector path: a run of W elements is contiguous and aligned; take it in one access when every lane of
-    // the run is in the mask, else element by element (the ragged tail of a row).
+    // the run is in the mask, else element by element (the ragged tail of a row). Halves are gathered raw
+    // for every run first and widened afterwards: widening inside the run's branch would wait for each
+    // access before issuing the next, one memory round trip per run instead of one per tile.
+    const bool narrow = from_storage(t.dtype, "x") != "x";
+    const std::string dst = narrow ? "raw" + std::to_string(in.result) : r;
+    const std::string conv_other = narrow ? to_storage(t.dtype, other) : other;
+    auto element = [&](const std::string& addr) { return narrow ? addr : from_storage(t.dtype, addr); };
+    if (narrow) os_ << "  " << S << " " << dst << "[" << E << "];\n";
     os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
-    const std::string all = pred_all(pred, W);
+    const std::string all = run_in_mask(pred, masked ? in.args[1] : -1, W);
     os_ << "    if (" << (all.empty() ? "true" : all) << ") {\n";
     os_ << "      " << S << " raw[" << W << "];\n";
     os_ << "      tf_load_vec<" << S << ", " << W << ">(" << p << "[e0], raw);\n";
-    os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) " << r
-        << "[e0 + k] = " << from_storage(t.dtype, "raw[k]") << ";\n";
+    os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) " << dst
+        << "[e0 + k] = " << element("raw[k]") << ";\n";
     os_ << "    } else {\n";
     const std::string cond = pred("e");
-    os_ << "#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << r << "[e] = "
-        << (cond.empty() ? from_storage(t.dtype, "*" + p + "[e]")
-                         : cond + " ? " + from_storage(t.dtype, "*" + p + "[e]") + " : " + other)
+    os_ << "#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << dst << "[e] = "
+        << (cond.empty() ? element("*" + p + "[e]") : cond + " ? " + element("*" + p + "[e]") + " : " + conv_other)
         << ";\n";
     os_ << "    }\n  }\n";
+    if (narrow)
+      os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) " << r << "[e] = " << from_storage(t.dtype, dst + "[e]")
+          << ";\n";
+  }
+
+  // Whether every lane of the run at e0 is in the mask: one test of the run's last lane when the mask is
+  // `contiguous < uniform` (an arange-based index against a bound: the last lane is the largest), else
+  // every lane's flag.
+  template <class Pred>
+  std::string run_in_mask(Pred pred, ir::ValueId mask, int W) const {
+    if (mask >= 0 && W > 1) {
+      const ir::Instr* def = def_[mask];
+      if (def && def->op == Op::lt && axis_[def->args[0]].contiguity >= W && axis_[def->args[1]].uniform)
+        return pred("e0 + " + std::to_string(W - 1));
+    }
+    return pred_all(pred, W);
   }
 
   // "m[e0] && m[e0 + 1] && ..." over a run of W, or "" when nothing is masked.
@@ -516,7 +544,7 @@ class Emitter {
       return;
     }
     os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
-    const std::string all = pred_all(pred, W);
+    const std::string all = run_in_mask(pred, masked ? in.args[2] : -1, W);
     os_ << "    if (" << (all.empty() ? "true" : all) << ") {\n";
     os_ << "      " << S << " raw[" << W << "];\n";
     os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) raw[k] = " << to_storage(dt, val + "[e0 + k]")
@@ -585,6 +613,7 @@ class Emitter {
   bool packed_;
   std::map<std::int64_t, passes::TileLayout> layouts_;
   std::vector<passes::AxisInfo> axis_;
+  std::vector<const ir::Instr*> def_;  // the instruction defining each value (null for loop block arguments)
   int loop_depth_ = 0;
   std::vector<std::int64_t> root_;
   std::vector<bool> written_;

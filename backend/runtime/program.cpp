@@ -70,6 +70,9 @@ Program::Program(ir::Function traced, KernelOptions options) : options_(std::mov
   if (options_.num_warps < 1 || options_.num_warps > 32 || (options_.num_warps & (options_.num_warps - 1)))
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': num_warps must be a power of two from 1 to 32, got " +
                                 std::to_string(options_.num_warps));
+  if (options_.min_blocks_per_sm < 0 || options_.min_blocks_per_sm > 32)
+    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': min_blocks_per_sm must be from 0 to 32, got " +
+                                std::to_string(options_.min_blocks_per_sm));
 }
 
 Program::~Program() = default;
@@ -79,7 +82,7 @@ Specialization Program::default_specialization() const {
 }
 
 std::string Program::cuda_source(const Specialization& spec) const {
-  return codegen::cuda_source(fn_, codegen::Options{options_.num_warps, spec.divisibility, spec.programs_per_block});
+  return codegen::cuda_source(fn_, codegen::Options{options_.num_warps, spec.divisibility, spec.programs_per_block, options_.min_blocks_per_sm});
 }
 
 CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const {

@@ -18,6 +18,9 @@ namespace tilefuse {
 struct KernelOptions {
   int num_warps = 4;                     ///< threads per program = 32 * num_warps (1 to 32, a power of two)
   std::vector<std::string> param_names;  ///< names used in IR, generated code and error messages
+  /// Thread blocks the compiler must fit on one SM (CUDA's __launch_bounds__ second argument): caps the
+  /// registers per thread so that memory-bound kernels keep enough rows in flight; 0 leaves it to ptxas.
+  int min_blocks_per_sm = 0;
 };
 
 /// What is known about each argument at compile time: the power of two (1 to 16) that divides an integer

@@ -82,18 +82,21 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   for (int e = 0; e < 4; ++e) v13[e] = v12;
   // %14 = load %11, %7, %13 : bf16[128]   [softmax.hpp:22]
   float v14[4];
+  tf_u16 raw14[4];
 #pragma unroll
   for (int e0 = 0; e0 < 4; e0 += 2) {
-    if (v7[e0] && v7[e0 + 1]) {
+    if (v7[e0 + 1]) {
       tf_u16 raw[2];
       tf_load_vec<tf_u16, 2>(v11[e0], raw);
 #pragma unroll
-      for (int k = 0; k < 2; ++k) v14[e0 + k] = tf_bf16_to_f32(raw[k]);
+      for (int k = 0; k < 2; ++k) raw14[e0 + k] = raw[k];
     } else {
 #pragma unroll
-      for (int e = e0; e < e0 + 2; ++e) v14[e] = v7[e] ? tf_bf16_to_f32(*v11[e]) : v13[e];
+      for (int e = e0; e < e0 + 2; ++e) raw14[e] = v7[e] ? *v11[e] : tf_f32_to_bf16(v13[e]);
     }
   }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v14[e] = tf_bf16_to_f32(raw14[e]);
   // %15 = cast %14 : f32[128]
   float v15[4];
 #pragma unroll
@@ -159,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   // store %28, %25, %7   [softmax.hpp:25]
 #pragma unroll
   for (int e0 = 0; e0 < 4; e0 += 2) {
-    if (v7[e0] && v7[e0 + 1]) {
+    if (v7[e0 + 1]) {
       tf_u16 raw[2];
 #pragma unroll
       for (int k = 0; k < 2; ++k) raw[k] = tf_f32_to_bf16(v25[e0 + k]);

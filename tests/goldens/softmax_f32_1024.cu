@@ -86,7 +86,7 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
   float v14[16];
 #pragma unroll
   for (int e0 = 0; e0 < 16; e0 += 4) {
-    if (v7[e0] && v7[e0 + 1] && v7[e0 + 2] && v7[e0 + 3]) {
+    if (v7[e0 + 3]) {
       float raw[4];
       tf_load_vec<float, 4>(v11[e0], raw);
 #pragma unroll
@@ -165,7 +165,7 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
   // store %26, %23, %7   [softmax.hpp:25]
 #pragma unroll
   for (int e0 = 0; e0 < 16; e0 += 4) {
-    if (v7[e0] && v7[e0 + 1] && v7[e0 + 2] && v7[e0 + 3]) {
+    if (v7[e0 + 3]) {
       float raw[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k) raw[k] = v23[e0 + k];

@@ -91,3 +91,36 @@ TEST(Codegen, RejectsBadWarpCounts) {
   auto& p = kernels::softmax_kernel<tl::f32, 64>().program();
   EXPECT_THROW(codegen::cuda_source(p.ir(), codegen::Options{3, {16, 16, 16, 16}}), std::invalid_argument);
 }
+
+namespace {
+// A row copy whose mask is `row-relative index < bound` or, with Strided, `2 * index < bound` (not
+// contiguous: every lane of a run must be tested).
+template <bool Strided>
+void masked_copy_program(tl::Ptr<tl::f16> in, tl::Ptr<tl::f16> out, tl::Scalar<tl::i32> n) {
+  auto cols = tl::arange<1024>();
+  auto mask = Strided ? cols * 2 < n : cols < n;
+  tl::store(out + cols, tl::load(in + cols, mask, 0.0) * 2.0, mask);
+}
+}  // namespace
+
+TEST(Codegen, ContiguousMasksTestOneLanePerRun) {
+  Kernel<&masked_copy_program<false>> k("masked_copy", KernelOptions{2, {"in", "out", "n"}});
+  const std::string src = k.program().cuda_source(Specialization{{16, 16, 16}});
+  EXPECT_EQ(occurrences(src, "if (v5[e0 + 7]) {"), 2u) << src;  // the load and the store
+  Kernel<&masked_copy_program<true>> strided("masked_copy_strided", KernelOptions{2, {"in", "out", "n"}});
+  const std::string every = strided.program().cuda_source(Specialization{{16, 16, 16}});
+  EXPECT_EQ(occurrences(every, "[e0 + 7]) {"), 2u) << every;
+  EXPECT_EQ(occurrences(every, "[e0] && "), 2u) << every;  // all eight lanes tested
+}
+
+TEST(Codegen, HalfLoadsWidenAfterEveryRunIsIssued) {
+  // Widening inside a run's branch would make each 16-byte access wait for the one before.
+  Kernel<&masked_copy_program<false>> k("masked_copy", KernelOptions{2, {"in", "out", "n"}});
+  const std::string src = k.program().cuda_source(Specialization{{16, 16, 16}});
+  const auto gather = src.find("tf_load_vec<tf_u16, 8>(");
+  const auto widen = src.find("] = tf_f16_to_f32(raw");
+  ASSERT_NE(gather, std::string::npos) << src;
+  ASSERT_NE(widen, std::string::npos) << src;
+  const auto branch_end = src.find("    }\n  }\n", gather);
+  EXPECT_LT(branch_end, widen) << "widening happens inside the run loop:\n" << src;
+}
