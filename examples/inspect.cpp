@@ -2,6 +2,7 @@
 // and the ptxas register and spill report of the CUBIN for sm_90 (or --arch).
 //
 //   inspect [--kernel softmax|row_max|layernorm|rmsnorm] [--dtype f32|f16|bf16] [--block N] [--arch sm_90] [--only ir|cuda|ptx|report]
+//           [--cols N]  (specialize as a launch on rows of N elements with stride N does)
 //           [--cubin FILE]   (also writes the CUBIN, for cuobjdump --dump-sass FILE)
 #include <cstdio>
 #include <fstream>
@@ -35,7 +36,7 @@ Program& pick(const std::string& kernel, std::int64_t block) {
 int main(int argc, char** argv) {
   try {
     std::string kernel = "softmax", dtype = "f32", arch = "sm_90", only, cubin_path;
-    std::int64_t block = 4096;
+    std::int64_t block = 4096, cols = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
       const std::string flag = argv[i], value = argv[i + 1];
       if (flag == "--kernel") kernel = value;
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
       else if (flag == "--arch") arch = value;
       else if (flag == "--only") only = value;
       else if (flag == "--cubin") cubin_path = value;
+      else if (flag == "--cols") cols = std::stoll(value);
       else throw std::invalid_argument("inspect: unknown flag " + flag);
     }
     if (block < 1 || block > kernels::kSoftmaxMaxCols || (block & (block - 1)))
@@ -52,7 +54,12 @@ int main(int argc, char** argv) {
                  : dtype == "bf16" ? pick<tl::bf16>(kernel, block)
                  : dtype == "f32"  ? pick<tl::f32>(kernel, block)
                                    : throw std::invalid_argument("inspect: --dtype must be f32, f16 or bf16");
-    const auto spec = p.default_specialization();
+    // As a launch on rows of `cols` elements (and that stride) specializes it; else every argument aligned.
+    auto spec = p.default_specialization();
+    if (cols > 0)
+      for (std::size_t i = 0; i < p.ir().params.size(); ++i)
+        if (!p.ir().params[i].type.pointer && ir::is_int(p.ir().params[i].type.dtype))
+          spec.divisibility[i] = integer_divisibility(cols);
     if (only.empty() || only == "ir") std::printf("==== IR (after simplify, cse, dce) ====\n%s\n", ir::print(p.ir()).c_str());
     const std::string source = p.cuda_source(spec);
     if (only.empty() || only == "cuda") std::printf("==== CUDA C++ ====\n%s\n", source.c_str());

@@ -71,8 +71,8 @@ inline int row_resident_threads() {
 inline KernelOptions row_kernel_options(std::int64_t block, std::vector<std::string> params) {
   const int warps = row_warps(block, row_elements_per_thread());
   const int resident = row_resident_threads();
-  const int min_blocks = resident > 32 * warps ? resident / (32 * warps) : 0;
-  return KernelOptions{warps, std::move(params), min_blocks};
+  const int min_programs = resident > 32 * warps ? resident / (32 * warps) : 0;
+  return KernelOptions{warps, std::move(params), min_programs};
 }
 
 /// Calls f.template operator()<BLOCK>() with BLOCK = next_pow2(cols), for BLOCK up to MaxBlock.

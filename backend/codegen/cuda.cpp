@@ -246,7 +246,9 @@ class Emitter {
 
   void signature() {
     os_ << "extern \"C\" __global__ void __launch_bounds__(" << threads_ * opt_.programs_per_block;
-    if (opt_.min_blocks_per_sm > 0) os_ << ", " << opt_.min_blocks_per_sm;
+    if (opt_.min_programs_per_sm > 0)
+      os_ << ", " << std::max(1, std::min({32, 2048 / (threads_ * opt_.programs_per_block),  // what an SM can hold
+                                             (opt_.min_programs_per_sm + opt_.programs_per_block - 1) / opt_.programs_per_block}));
     os_ << ") " << kernel_symbol(fn_) << "(";
     for (std::size_t i = 0; i < fn_.params.size(); ++i) {
       const auto& p = fn_.params[i];
@@ -391,8 +393,8 @@ class Emitter {
       case Op::abs:
         elementwise(in, fl ? "fabsf(" + a(0) + ")" : (t->dtype == DType::i64 ? "llabs(" : "abs(") + a(0) + ")");
         break;
-      case Op::lt: elementwise(in, a(0) + " < " + a(1)); break;
-      case Op::le: elementwise(in, a(0) + " <= " + a(1)); break;
+      case Op::lt: elementwise(in, known_true(in.result) ? "true" : a(0) + " < " + a(1)); break;
+      case Op::le: elementwise(in, known_true(in.result) ? "true" : a(0) + " <= " + a(1)); break;
       case Op::gt: elementwise(in, a(0) + " > " + a(1)); break;
       case Op::ge: elementwise(in, a(0) + " >= " + a(1)); break;
       case Op::eq: elementwise(in, a(0) + " == " + a(1)); break;
@@ -400,7 +402,7 @@ class Emitter {
       case Op::logical_and: elementwise(in, a(0) + " && " + a(1)); break;
       case Op::logical_or: elementwise(in, a(0) + " || " + a(1)); break;
       case Op::logical_not: elementwise(in, "!" + a(0)); break;
-      case Op::select: elementwise(in, a(0) + " ? " + a(1) + " : " + a(2)); break;
+      case Op::select: elementwise(in, known_true(in.args[0]) ? a(1) : a(0) + " ? " + a(1) + " : " + a(2)); break;
       case Op::cast: elementwise(in, cast_expr(fn_.values[in.args[0]].dtype, t->dtype, a(0))); break;
       case Op::ptr_add: elementwise(in, a(0) + " + " + a(1)); break;
       case Op::load: load(in); break;
@@ -435,10 +437,14 @@ class Emitter {
     return w;
   }
 
+  // Whether a mask holds everywhere for this specialization (e.g. arange<N> < n with n a positive multiple
+  // of N): masked accesses and selects under it are emitted without the mask.
+  bool known_true(ir::ValueId mask) const { return axis_[mask].always_true; }
+
   void load(const ir::Instr& in) {
     const auto& t = fn_.values[in.result];
     const std::string p = v(in.args[0]);
-    const bool masked = in.args.size() >= 2;
+    const bool masked = in.args.size() >= 2 && !known_true(in.args[1]);
     const std::string S = storage_type(t.dtype);
     if (t.rank == 0) {
       const std::string value = from_storage(t.dtype, "*" + p);
@@ -475,17 +481,22 @@ class Emitter {
     if (narrow) os_ << "  " << S << " " << dst << "[" << E << "];\n";
     os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
     const std::string all = run_in_mask(pred, masked ? in.args[1] : -1, W);
-    os_ << "    if (" << (all.empty() ? "true" : all) << ") {\n";
-    os_ << "      " << S << " raw[" << W << "];\n";
-    os_ << "      tf_load_vec<" << S << ", " << W << ">(" << p << "[e0], raw);\n";
-    os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) " << dst
+    const std::string in_run = all.empty() ? "    " : "      ";  // the run's body, inside the mask test if any
+    if (!all.empty()) os_ << "    if (" << all << ") {\n";
+    os_ << in_run << S << " raw[" << W << "];\n";
+    os_ << in_run << "tf_load_vec<" << S << ", " << W << ">(" << p << "[e0], raw);\n";
+    os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W << "; ++k) " << dst
         << "[e0 + k] = " << element("raw[k]") << ";\n";
-    os_ << "    } else {\n";
+    if (all.empty()) {
+      os_ << "  }\n";
+    } else {
+      os_ << "    } else {\n";
     const std::string cond = pred("e");
-    os_ << "#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << dst << "[e] = "
-        << (cond.empty() ? element("*" + p + "[e]") : cond + " ? " + element("*" + p + "[e]") + " : " + conv_other)
-        << ";\n";
-    os_ << "    }\n  }\n";
+      os_ << "#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << dst << "[e] = "
+          << (cond.empty() ? element("*" + p + "[e]") : cond + " ? " + element("*" + p + "[e]") + " : " + conv_other)
+          << ";\n";
+      os_ << "    }\n  }\n";
+    }
     if (narrow)
       os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) " << r << "[e] = " << from_storage(t.dtype, dst + "[e]")
           << ";\n";
@@ -519,7 +530,7 @@ class Emitter {
   void store(const ir::Instr& in) {
     const auto& pt = fn_.values[in.args[0]];
     const std::string p = v(in.args[0]);
-    const bool masked = in.args.size() == 3;
+    const bool masked = in.args.size() == 3 && !known_true(in.args[2]);
     const DType dt = pt.dtype;
     const std::string S = storage_type(dt);
     if (pt.rank == 0) {
@@ -545,11 +556,16 @@ class Emitter {
     }
     os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
     const std::string all = run_in_mask(pred, masked ? in.args[2] : -1, W);
-    os_ << "    if (" << (all.empty() ? "true" : all) << ") {\n";
-    os_ << "      " << S << " raw[" << W << "];\n";
-    os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) raw[k] = " << to_storage(dt, val + "[e0 + k]")
+    const std::string in_run = all.empty() ? "    " : "      ";
+    if (!all.empty()) os_ << "    if (" << all << ") {\n";
+    os_ << in_run << S << " raw[" << W << "];\n";
+    os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W << "; ++k) raw[k] = " << to_storage(dt, val + "[e0 + k]")
         << ";\n";
-    os_ << "      tf_store_vec<" << S << ", " << W << ">(" << p << "[e0], raw);\n";
+    os_ << in_run << "tf_store_vec<" << S << ", " << W << ">(" << p << "[e0], raw);\n";
+    if (all.empty()) {
+      os_ << "  }\n";
+      return;
+    }
     const std::string cond = pred("e");
     os_ << "    } else {\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) "
         << (cond.empty() ? "" : "if (" + cond + ") ") << "*" << p << "[e] = " << to_storage(dt, val + "[e]") << ";\n";

@@ -16,8 +16,9 @@ struct Options {
   /// Programs packed into one thread block along axis 0 (one warp each; needs num_warps == 1). Above 1,
   /// the kernel takes one extra trailing int parameter: the number of programs along axis 0.
   int programs_per_block = 1;
-  /// Blocks per SM the register allocation must allow (__launch_bounds__'s second argument); 0: none.
-  int min_blocks_per_sm = 0;
+  /// Programs per SM the register allocation must allow (becomes __launch_bounds__'s minimum blocks, up
+  /// to 32); 0: none.
+  int min_programs_per_sm = 0;
 };
 
 /// The extern "C" symbol of the kernel generated for `fn`.

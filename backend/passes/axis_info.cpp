@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "backend/passes/passes.hpp"
@@ -39,22 +40,46 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
     switch (in.op) {
       case ir::Op::param:
         r.divisibility = in.index < static_cast<std::int64_t>(param_divisibility.size()) ? param_divisibility[in.index] : 1;
+        if (!t.pointer && ir::is_int(t.dtype) && r.divisibility > 16) {
+          r.bounded = true;  // a positive multiple of its divisibility
+          r.min = r.divisibility;
+          r.max = std::numeric_limits<std::int64_t>::max();
+        }
         break;
       case ir::Op::arange:
         r.contiguity = t.dims[0];
         r.divisibility = kUnknownLarge;  // runs start at 0
+        r.bounded = true;
+        r.min = 0;
+        r.max = t.dims[0] - 1;
         break;
       case ir::Op::constant:
         r.divisibility = ir::is_int(t.dtype) ? pow2_divisor(static_cast<std::int64_t>(in.number)) : 1;
+        if (ir::is_int(t.dtype)) {
+          r.bounded = true;
+          r.min = r.max = static_cast<std::int64_t>(in.number);
+        }
         break;
       case ir::Op::splat:
+        r = arg(0);
         r.contiguity = 1;
         r.uniform = true;
-        r.divisibility = arg(0).divisibility;
+        r.always_true = false;
         break;
+      case ir::Op::lt:
+      case ir::Op::le: {
+        const auto a = arg(0), b = arg(1);
+        r.uniform = a.uniform && b.uniform;
+        r.always_true = a.bounded && b.bounded && (in.op == ir::Op::lt ? a.max < b.min : a.max <= b.min);
+        break;
+      }
       case ir::Op::cast:
-        if (ir::is_int(t.dtype) && ir::is_int(fn.values[in.args[0]].dtype)) r = arg(0);
-        else r.uniform = arg(0).uniform;
+        if (ir::is_int(t.dtype) && ir::is_int(fn.values[in.args[0]].dtype)) {
+          r = arg(0);
+          if (ir::dtype_bytes(t.dtype) < ir::dtype_bytes(fn.values[in.args[0]].dtype)) r.bounded = false;  // may wrap
+        } else {
+          r.uniform = arg(0).uniform;
+        }
         break;
       case ir::Op::add:
       case ir::Op::sub: {

@@ -52,9 +52,16 @@ struct AxisInfo {
   std::int64_t contiguity = 1;
   std::int64_t divisibility = 1;
   bool uniform = false;
+  /// Known range of an integer value (every element), when `bounded`.
+  bool bounded = false;
+  std::int64_t min = 0, max = 0;
+  /// A comparison that holds for every element (an index tile against a bound it never reaches).
+  bool always_true = false;
 };
 
 /// AxisInfo for every value, given the divisibility (integers) or byte alignment (pointers) of each parameter.
+/// An integer parameter's divisibility above 16 also bounds it from below: the runtime records more than 16
+/// only for positive arguments (see Specialization), so such an argument is at least its divisibility.
 std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vector<int>& param_divisibility);
 
 }  // namespace tilefuse::passes

@@ -29,6 +29,17 @@ int pow2_up_to_16(std::uint64_t v) {
   return d;
 }
 
+}  // namespace
+
+int integer_divisibility(std::int64_t v) {
+  if (v <= 0) return pow2_up_to_16(static_cast<std::uint64_t>(v));
+  int d = 1;
+  while (d < 65536 && v % (2 * static_cast<std::int64_t>(d)) == 0) d *= 2;
+  return d;
+}
+
+namespace {
+
 std::string kind_name(Arg::Kind k) {
   switch (k) {
     case Arg::Kind::device_memory: return "a DeviceBuffer";
@@ -70,9 +81,9 @@ Program::Program(ir::Function traced, KernelOptions options) : options_(std::mov
   if (options_.num_warps < 1 || options_.num_warps > 32 || (options_.num_warps & (options_.num_warps - 1)))
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': num_warps must be a power of two from 1 to 32, got " +
                                 std::to_string(options_.num_warps));
-  if (options_.min_blocks_per_sm < 0 || options_.min_blocks_per_sm > 32)
-    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': min_blocks_per_sm must be from 0 to 32, got " +
-                                std::to_string(options_.min_blocks_per_sm));
+  if (options_.min_programs_per_sm < 0 || options_.min_programs_per_sm > 2048)
+    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': min_programs_per_sm must be from 0 to 2048, got " +
+                                std::to_string(options_.min_programs_per_sm));
 }
 
 Program::~Program() = default;
@@ -82,7 +93,7 @@ Specialization Program::default_specialization() const {
 }
 
 std::string Program::cuda_source(const Specialization& spec) const {
-  return codegen::cuda_source(fn_, codegen::Options{options_.num_warps, spec.divisibility, spec.programs_per_block, options_.min_blocks_per_sm});
+  return codegen::cuda_source(fn_, codegen::Options{options_.num_warps, spec.divisibility, spec.programs_per_block, options_.min_programs_per_sm});
 }
 
 CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const {
@@ -184,11 +195,11 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
         params[i] = const_cast<std::uint64_t*>(&a.device);
         break;
       case Arg::Kind::i32:
-        spec.divisibility[i] = pow2_up_to_16(static_cast<std::uint32_t>(a.i32));
+        spec.divisibility[i] = integer_divisibility(a.i32);
         params[i] = const_cast<std::int32_t*>(&a.i32);
         break;
       case Arg::Kind::i64:
-        spec.divisibility[i] = pow2_up_to_16(static_cast<std::uint64_t>(a.i64));
+        spec.divisibility[i] = integer_divisibility(a.i64);
         params[i] = const_cast<std::int64_t*>(&a.i64);
         break;
       case Arg::Kind::f32:

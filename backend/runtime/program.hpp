@@ -18,19 +18,24 @@ namespace tilefuse {
 struct KernelOptions {
   int num_warps = 4;                     ///< threads per program = 32 * num_warps (1 to 32, a power of two)
   std::vector<std::string> param_names;  ///< names used in IR, generated code and error messages
-  /// Thread blocks the compiler must fit on one SM (CUDA's __launch_bounds__ second argument): caps the
-  /// registers per thread so that memory-bound kernels keep enough rows in flight; 0 leaves it to ptxas.
-  int min_blocks_per_sm = 0;
+  /// Programs the compiler must fit on one SM at once (it becomes __launch_bounds__'s minimum blocks):
+  /// caps registers per thread so that memory-bound kernels keep enough rows in flight; 0 leaves it to ptxas.
+  int min_programs_per_sm = 0;
 };
 
-/// What is known about each argument at compile time: the power of two (1 to 16) that divides an integer
-/// argument, or the byte alignment (1 to 16) of a pointer argument. Keys the GPU specializations.
+/// What is known about each argument at compile time: the power of two that divides an integer argument
+/// (up to 2^16 for a positive one, else up to 16: above 16 it also says the argument is positive), or the
+/// byte alignment (1 to 16) of a pointer argument. Keys the GPU specializations.
 struct Specialization {
   std::vector<int> divisibility;
   /// One-warp programs packed per thread block along axis 0 (the runtime packs 8 for large grids).
   int programs_per_block = 1;
   friend bool operator==(const Specialization&, const Specialization&) = default;
 };
+
+/// The divisibility a launch records for an integer argument v: the largest power of two dividing it, up to
+/// 2^16 when v > 0 (so `arange<N> < n` with n a positive multiple of N folds to true) and up to 16 otherwise.
+int integer_divisibility(std::int64_t v);
 
 /// A compiled GPU specialization, as inspect tools see it.
 struct CompiledInfo {

@@ -124,3 +124,22 @@ TEST(Codegen, HalfLoadsWidenAfterEveryRunIsIssued) {
   const auto branch_end = src.find("    }\n  }\n", gather);
   EXPECT_LT(branch_end, widen) << "widening happens inside the run loop:\n" << src;
 }
+
+TEST(Codegen, PositiveMultiplesOfTheTileDropTheMask) {
+  EXPECT_EQ(integer_divisibility(8192), 8192);
+  EXPECT_EQ(integer_divisibility(12288), 4096);
+  EXPECT_EQ(integer_divisibility(0), 16);       // zero: no lower bound, so nothing above 16
+  EXPECT_EQ(integer_divisibility(-8192), 16);   // negative: likewise
+  EXPECT_EQ(integer_divisibility(1 << 20), 65536);
+  Kernel<&masked_copy_program<false>> k("masked_copy", KernelOptions{2, {"in", "out", "n"}});
+  // n = 2048: every lane of arange<1024> is below it, so neither access nor the mask test remains.
+  const std::string full = k.program().cuda_source(Specialization{{16, 16, integer_divisibility(2048)}});
+  EXPECT_EQ(occurrences(full, "if ("), 0u) << full;
+  EXPECT_NE(full.find("v5[e] = true;"), std::string::npos) << full;
+  // n = 1000 (divisible by 8): masked as before.
+  const std::string ragged = k.program().cuda_source(Specialization{{16, 16, integer_divisibility(1000)}});
+  EXPECT_EQ(occurrences(ragged, "if (v5[e0 + 7]) {"), 2u) << ragged;
+  // n = 512, a multiple of 512 but below the tile: still masked.
+  const std::string short_row = k.program().cuda_source(Specialization{{16, 16, integer_divisibility(512)}});
+  EXPECT_EQ(occurrences(short_row, "if (v5[e0 + 7]) {"), 2u) << short_row;
+}
