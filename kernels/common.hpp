@@ -44,16 +44,20 @@ constexpr int row_warps(std::int64_t block, int per_thread) {
   return static_cast<int>(w);
 }
 
-/// Row elements per thread for the sample row kernels: 16 (measured best on the H200 for f32, f16 and
-/// bf16 softmax and LayerNorm, see bench/results), or TILEFUSE_ROW_ELEMENTS when set (a tuning knob for
+/// Row elements per thread for the sample row kernels over elements of `element_bytes` (in a row tile of
+/// `block`): 64 bytes per thread (16 f32 or 32 f16/bf16: four 16-byte accesses in flight each), but at
+/// least two warps per program where the row allows it (halves at 1024 columns ran 0.95 x copy at two
+/// warps and 0.88 at one: bench/results/sweep-*). TILEFUSE_ROW_ELEMENTS overrides it (a tuning knob for
 /// sweeps; kernels are made once per process, so set it before the first launch).
-inline int row_elements_per_thread() {
+inline int row_elements_per_thread(int element_bytes, std::int64_t block) {
   if (const char* v = std::getenv("TILEFUSE_ROW_ELEMENTS"); v && *v) {
     const int n = std::atoi(v);
     if (n >= 1 && n <= 64 && (n & (n - 1)) == 0) return n;
     throw std::invalid_argument(std::string("tilefuse: TILEFUSE_ROW_ELEMENTS must be a power of two from 1 to 64, got ") + v);
   }
-  return 16;
+  int n = 64 / element_bytes;
+  while (n > 16 && block / n < 64) n /= 2;
+  return n;
 }
 
 /// Threads per SM the row kernels ask ptxas to make room for (0: no request), or
@@ -67,13 +71,31 @@ inline int row_resident_threads() {
   return 0;
 }
 
-/// KernelOptions of a row kernel for a row tile of `block` elements.
-inline KernelOptions row_kernel_options(std::int64_t block, std::vector<std::string> params) {
-  const int warps = row_warps(block, row_elements_per_thread());
+/// KernelOptions of a row kernel for a row tile of `block` elements of `element_bytes` each.
+inline KernelOptions row_kernel_options(int element_bytes, std::int64_t block, std::vector<std::string> params) {
+  const int warps = row_warps(block, row_elements_per_thread(element_bytes, block));
   const int resident = row_resident_threads();
   const int min_programs = resident > 32 * warps ? resident / (32 * warps) : 0;
   return KernelOptions{warps, std::move(params), min_programs};
 }
+
+/// KernelOptions of a kernel that loops over a row in pieces of `block`: 16 elements per thread for every
+/// dtype (the looped softmax at 2048x131072 bf16 took 528 us at 16 halves per thread and 762 us at 32;
+/// the 64-byte rule of row_kernel_options is for rows held in registers).
+inline KernelOptions looped_kernel_options(std::int64_t block, std::vector<std::string> params) {
+  return row_kernel_options(4, block, std::move(params));
+}
+
+/// Bytes per element of dtype tag T.
+template <class T>
+constexpr int element_bytes_of() {
+  return std::is_same_v<T, tl::f16> || std::is_same_v<T, tl::bf16> ? 2 : std::is_same_v<T, tl::i64> ? 8 : 4;
+}
+
+/// Bytes per element of a row program's first (row) pointer parameter.
+template <class F> struct row_element_bytes;
+template <class T, class... Rest>
+struct row_element_bytes<void (*)(tl::Ptr<T>, Rest...)> : std::integral_constant<int, element_bytes_of<T>()> {};
 
 /// Calls f.template operator()<BLOCK>() with BLOCK = next_pow2(cols), for BLOCK up to MaxBlock.
 template <int MaxBlock, class F>

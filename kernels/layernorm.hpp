@@ -199,7 +199,7 @@ void layernorm_looped(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, s
   detail::check_layernorm_args("layernorm_looped", x, w, b, y, stats, rows, cols);
   constexpr int B = kLayerNormLoopBlock;
   static Kernel<&layernorm_looped_program<T, B>> k(
-      "layernorm_looped", row_kernel_options(B, {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"}));
+      "layernorm_looped", looped_kernel_options(B, {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"}));
   k.launch(LaunchConfig({rows}, opt.backend, opt.stream), x, w, b, y, stats.mean, stats.rstd, cols, cols, eps);
 }
 

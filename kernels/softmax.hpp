@@ -76,7 +76,7 @@ void divide_row_program(tl::Ptr<T> e, tl::Ptr<T> s, tl::Ptr<T> y, tl::Scalar<tl:
 template <auto Fn, int BLOCK>
 Kernel<Fn>& row_kernel(const char* name, std::vector<std::string> params) {
   static Kernel<Fn> k(std::string(name) + "_" + std::to_string(BLOCK),
-                      row_kernel_options(BLOCK, std::move(params)));
+                      row_kernel_options(row_element_bytes<decltype(Fn)>::value, BLOCK, std::move(params)));
   return k;
 }
 
@@ -255,7 +255,7 @@ inline constexpr int kSoftmaxLoopBlock = 4096;
 template <class T>
 auto& softmax_looped_kernel() {
   static Kernel<&softmax_looped_program<T, kSoftmaxLoopBlock>> k(
-      "softmax_looped", row_kernel_options(kSoftmaxLoopBlock, {"in", "out", "stride", "n_cols"}));
+      "softmax_looped", looped_kernel_options(kSoftmaxLoopBlock, {"in", "out", "stride", "n_cols"}));
   return k;
 }
 
@@ -300,12 +300,12 @@ void softmax_split(Buf& in, Buf& out, SplitScratch<F32Buf>& scratch, std::int64_
   const std::int64_t chunk = ((cols + splits - 1) / splits + B - 1) / B * B;
   const LaunchConfig cfg(Grid(rows, splits), opt.backend, opt.stream);
   static Kernel<&softmax_partials_program<T, B>> partials(
-      "softmax_partials", row_kernel_options(B, {"in", "partial_max", "partial_sum", "stride", "n_cols", "chunk"}));
+      "softmax_partials", looped_kernel_options(B, {"in", "partial_max", "partial_sum", "stride", "n_cols", "chunk"}));
   partials.launch(cfg, in, scratch.partial_max, scratch.partial_sum, cols, cols, chunk);
   with_block<kSoftmaxMaxSplits>(splits, [&]<int SB>() {
     static Kernel<&softmax_combine_program<T, B, SB>> combine(
         "softmax_combine_" + std::to_string(SB),
-        row_kernel_options(B, {"in", "out", "partial_max", "partial_sum", "stride", "n_cols", "chunk"}));
+        looped_kernel_options(B, {"in", "out", "partial_max", "partial_sum", "stride", "n_cols", "chunk"}));
     combine.launch(cfg, in, out, scratch.partial_max, scratch.partial_sum, cols, cols, chunk);
   });
 }
