@@ -85,7 +85,9 @@ TEST(Dsl, SoftmaxTracesToTheExpectedIr) {
   EXPECT_EQ(count(fn, ir::Op::mul), 2);
   EXPECT_EQ(count(fn, ir::Op::div), 1);
   for (const auto& in : fn.body) {
-    if (in.op == ir::Op::div) EXPECT_EQ(fn.values[in.result].rank, 0);
+    if (in.op == ir::Op::div) {
+      EXPECT_EQ(fn.values[in.result].rank, 0);
+    }
   }
   // f32 in and out: the casts fold away.
   EXPECT_EQ(count(fn, ir::Op::cast), 0);
@@ -96,7 +98,9 @@ TEST(Dsl, HalfSoftmaxComputesInF32) {
   const ir::Function& fn = kernels::softmax_kernel<tl::bf16, 256>().program().ir();
   EXPECT_EQ(count(fn, ir::Op::cast), 2);  // load result up to f32, result down to bf16
   for (const auto& in : fn.body) {
-    if (in.op == ir::Op::exp) EXPECT_EQ(fn.values[in.result].dtype, ir::DType::f32);
+    if (in.op == ir::Op::exp) {
+      EXPECT_EQ(fn.values[in.result].dtype, ir::DType::f32);
+    }
   }
 }
 
@@ -112,8 +116,9 @@ TEST(Dsl, BadProgramIdAxisThrows) {
 TEST(Dsl, SourceLocationsReachTheIr) {
   const ir::Function& fn = kernels::softmax_kernel<tl::f32, 64>().program().ir();
   for (const auto& in : fn.body) {
-    if (in.op == ir::Op::load || in.op == ir::Op::store || ir::is_reduction(in.op))
+    if (in.op == ir::Op::load || in.op == ir::Op::store || ir::is_reduction(in.op)) {
       EXPECT_NE(in.where.find("softmax.hpp:"), std::string::npos) << ir::print(fn, in);
+    }
   }
 }
 
