@@ -94,7 +94,8 @@ namespace detail {
 inline void check_norm_cols(const char* kernel, std::int64_t cols) {
   if (cols > kNormMaxCols)
     throw std::invalid_argument(std::string("tilefuse ") + kernel + ": cols = " + std::to_string(cols) +
-                                " exceeds the one-program row limit of " + std::to_string(kNormMaxCols) + " elements");
+                                " exceeds the one-program row limit of " + std::to_string(kNormMaxCols) + " elements" +
+                                (std::string(kernel) == "layernorm" ? " (kernels::layernorm_auto and layernorm_looped take rows of any width)" : ""));
 }
 }  // namespace detail
 
@@ -201,6 +202,17 @@ void layernorm_looped(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, s
   static Kernel<&layernorm_looped_program<T, B>> k(
       "layernorm_looped", looped_kernel_options(B, {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"}));
   k.launch(LaunchConfig({rows}, opt.backend, opt.stream), x, w, b, y, stats.mean, stats.rstd, cols, cols, eps);
+}
+
+/// LayerNorm for rows of any width, with the kernel chosen from the width (or by `variant`): layernorm()
+/// where the row fits in registers (up to 16384 columns), layernorm_looped() above.
+template <class Buf, class F32Buf>
+void layernorm_auto(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
+                    float eps = 1e-5f, const RowOptions& opt = {}, RowVariant variant = RowVariant::automatic) {
+  if (variant == RowVariant::one_program || (variant == RowVariant::automatic && cols <= kNormMaxCols))
+    layernorm(x, w, b, y, stats, rows, cols, eps, opt);
+  else
+    layernorm_looped(x, w, b, y, stats, rows, cols, eps, opt);
 }
 
 }  // namespace tilefuse::kernels

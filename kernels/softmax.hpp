@@ -85,7 +85,7 @@ inline void check_softmax_cols(const char* kernel, std::int64_t cols) {
   if (cols > kSoftmaxMaxCols)
     throw std::invalid_argument(std::string("tilefuse ") + kernel + ": cols = " + std::to_string(cols) +
                                 " exceeds the one-program row limit of " + std::to_string(kSoftmaxMaxCols) +
-                                " elements (kernels::softmax_looped takes rows of any width)");
+                                " elements (kernels::softmax_auto and softmax_looped take rows of any width)");
 }
 }  // namespace detail
 
@@ -268,6 +268,25 @@ void softmax_looped(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, con
   check_matrix("softmax_looped", "in", in, rows, cols);
   check_matrix("softmax_looped", "out", out, rows, cols);
   softmax_looped_kernel<T>().launch(LaunchConfig({rows}, opt.backend, opt.stream), in, out, cols, cols);
+}
+
+/// Which softmax kernel softmax_auto runs.
+enum class RowVariant {
+  automatic,    ///< one program per row with the row in registers up to 16384 columns, looped above
+  one_program,  ///< softmax(): reads once, rows up to 16384 columns (an error above)
+  looped,       ///< softmax_looped(): any width, reads twice
+};
+
+/// out = softmax(in) for rows of any width, with the kernel chosen from the width (or by `variant`): the
+/// one-program kernel where the row fits in registers, the looped one above (the split-row kernel,
+/// which needs scratch, is the caller's explicit choice).
+template <class Buf>
+void softmax_auto(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {},
+                  RowVariant variant = RowVariant::automatic) {
+  if (variant == RowVariant::one_program || (variant == RowVariant::automatic && cols <= kSoftmaxMaxCols))
+    softmax(in, out, rows, cols, opt);
+  else
+    softmax_looped(in, out, rows, cols, opt);
 }
 
 /// Most splits of one row the split-row softmax supports (the combine kernel holds them as one tile).

@@ -163,9 +163,9 @@ TEST_F(Gpu, InterpreterRunsOnDeviceBuffers) {
 
 template <class H>
 // mean 1e4: same tolerance. `looped`: the looped kernel, whose one-pass shifted variance allows 1e-4 on rstd.
-void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, bool looped = false) {
+void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, bool looped = false, bool automatic = false) {
   const auto seed = std::random_device{}();
-  SCOPED_TRACE(std::string(looped ? "layernorm_looped " : "layernorm ") + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  SCOPED_TRACE(std::string(automatic ? "layernorm_auto " : looped ? "layernorm_looped " : "layernorm ") + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, mean, 1.f);
   auto hw = reference::random_vector<H>(cols, seed + 1);
@@ -177,7 +177,10 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, boo
   stats.rstd.fill_bytes(0xff);
   std::vector<H> interp(n, reference::from_float<H>(std::nanf("")));
   kernels::RowStats<std::vector<float>> istats{std::vector<float>(rows), std::vector<float>(rows)};
-  if (looped) {
+  if (automatic) {
+    kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu});
+    kernels::layernorm_auto(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter});
+  } else if (looped) {
     kernels::layernorm_looped(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu});
     kernels::layernorm_looped(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter});
   } else {
@@ -192,7 +195,8 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, boo
   EXPECT_LE(reference::worst_element<H>(gpu, ref, 4 * tol, 4 * tol), 1.0);
   // the mean is near 0 for N(0, 1) rows: an absolute floor, as x[0] + mean(x - x[0]) rounds at |x[0]|
   EXPECT_LE(reference::worst_element<float>(stats.mean.download(), mean_ref, 1e-6, 1e-5), 1.0);
-  EXPECT_LE(reference::relative_error<float>(stats.rstd.download(), rstd_ref), looped ? 1e-4 : 1e-5);
+  const bool looped_kernel = looped || (automatic && cols > kernels::kNormMaxCols);
+  EXPECT_LE(reference::relative_error<float>(stats.rstd.download(), rstd_ref), looped_kernel ? 1e-4 : 1e-5);
   std::vector<double> interp_d(n);
   for (std::size_t i = 0; i < n; ++i) interp_d[i] = reference::to_float(interp[i]);
   EXPECT_LE(reference::worst_element<H>(gpu, interp_d, 4 * tol, 4 * tol), 1.0);
@@ -232,14 +236,15 @@ TEST_F(Gpu, LayerNormLoopedWideRows) {
 }
 
 template <class H>
-void check_softmax_looped(std::int64_t rows, std::int64_t cols) {
+void check_softmax_looped(std::int64_t rows, std::int64_t cols, bool automatic = false) {
   const auto seed = std::random_device{}();
-  SCOPED_TRACE("softmax_looped " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  SCOPED_TRACE(std::string(automatic ? "softmax_auto " : "softmax_looped ") + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, 0.f, 3.f);
   DeviceBuffer<H> x(hx), y(n);
   y.fill_bytes(0xff);
-  kernels::softmax_looped(x, y, rows, cols, {Backend::gpu});
+  if (automatic) kernels::softmax_auto(x, y, rows, cols, {Backend::gpu});
+  else kernels::softmax_looped(x, y, rows, cols, {Backend::gpu});
   const auto gpu = y.download();
   const auto ref = reference::softmax<H>(hx, rows, cols);
   const double tol = reference::tolerance<H>();
@@ -274,6 +279,16 @@ TEST_F(Gpu, SplitRowSoftmax) {
   check_softmax_split<float>(5, 9000, 8);
   check_softmax_split<bfloat16>(16, 131072, 16);
   check_softmax_split<float>(4, 262144, 64);
+}
+
+TEST_F(Gpu, AutomaticRowVariantsAtTheOneProgramLimit) {
+  // 16384 columns: the one-program kernels; 16385 and wider: the looped ones.
+  for (std::int64_t cols : {1000, 16384, 16385, 70000}) {
+    check_softmax_looped<float>(5, cols, true);
+    check_softmax_looped<bfloat16>(3, cols, true);
+    check_layernorm<float>(5, cols, 0.f, false, true);
+    check_layernorm<half>(3, cols, 0.f, false, true);
+  }
 }
 
 TEST_F(Gpu, LoopedSoftmaxWideRows) {

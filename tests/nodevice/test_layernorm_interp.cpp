@@ -14,15 +14,18 @@ namespace {
 
 template <class H>
 // `looped`: the looped kernel (rows of any width), whose one-pass shifted variance allows 1e-4 on rstd.
-void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, float stddev = 1.f, bool looped = false) {
+// `automatic`: layernorm_auto, which takes the looped kernel above 16384 columns.
+void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, float stddev = 1.f, bool looped = false,
+                     bool automatic = false) {
   const auto seed = std::random_device{}();
-  SCOPED_TRACE(std::string(looped ? "layernorm_looped " : "layernorm ") + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  SCOPED_TRACE(std::string(automatic ? "layernorm_auto " : looped ? "layernorm_looped " : "layernorm ") + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   auto x = reference::random_vector<H>(rows * cols, seed, mean, stddev);
   auto w = reference::random_vector<H>(cols, seed + 1);
   auto b = reference::random_vector<H>(cols, seed + 2);
   std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
   kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows, std::nanf("")), std::vector<float>(rows, std::nanf(""))};
-  if (looped) kernels::layernorm_looped(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter});
+  if (automatic) kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter});
+  else if (looped) kernels::layernorm_looped(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter});
   else kernels::layernorm(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter});
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
@@ -31,7 +34,8 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, flo
   EXPECT_LE(reference::worst_element<H>(y, ref, 4 * tol, 4 * tol), 1.0);
   // the mean is near 0 for N(0, 1) rows: an absolute floor, as x[0] + mean(x - x[0]) rounds at |x[0]|
   EXPECT_LE(reference::worst_element<float>(stats.mean, mean_ref, 1e-6, 1e-5), 1.0);
-  EXPECT_LE(reference::relative_error<float>(stats.rstd, rstd_ref), looped ? 1e-4 : 1e-5);
+  const bool looped_kernel = looped || (automatic && cols > kernels::kNormMaxCols);
+  EXPECT_LE(reference::relative_error<float>(stats.rstd, rstd_ref), looped_kernel ? 1e-4 : 1e-5);
 }
 
 template <class H>
@@ -123,6 +127,7 @@ TEST(NormNvrtc, CompileWithoutSpillsBf16) { compile_all_norms<tl::bf16>(); }
 TEST(LayerNormInterp, LoopedAnyWidth) {
   for (std::int64_t cols : {1, 7, 4096, 5000, 20000}) check_layernorm<float>(3, cols, 0.f, 1.f, true);
   check_layernorm<float>(2, 20000, 1e4f, 1.f, true);  // large mean: the shift keeps the variance
+  for (std::int64_t cols : {1000, 16384, 16385}) check_layernorm<float>(2, cols, 0.f, 1.f, false, true);
   check_layernorm<bfloat16>(2, 65536, 0.f, 1.f, true);
   check_layernorm<half>(2, 12288, 0.f, 1.f, true);
 }

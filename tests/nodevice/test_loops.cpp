@@ -150,6 +150,29 @@ TEST(Loops, LoopedSoftmaxMatchesFloat64) {
   check_looped<half>(2, 9000);
 }
 
+TEST(Loops, AutomaticVariantTakesEveryWidth) {
+  for (std::int64_t cols : {300, 16384, 16385, 40000}) {
+    const auto seed = std::random_device{}();
+    SCOPED_TRACE("softmax_auto 2x" + std::to_string(cols) + " seed " + std::to_string(seed));
+    auto x = reference::random_vector<float>(2 * cols, seed, 0.f, 3.f);
+    std::vector<float> y(x.size(), std::nanf(""));
+    kernels::softmax_auto(x, y, 2, cols, {Backend::interpreter});
+    EXPECT_LE(reference::relative_error<float>(y, reference::softmax<float>(x, 2, cols)), reference::tolerance<float>());
+  }
+  // Asking for the one-program kernel above its limit is the clear error that names the alternatives.
+  std::vector<float> x(16385), y(16385);
+  try {
+    kernels::softmax_auto(x, y, 1, 16385, {Backend::interpreter}, kernels::RowVariant::one_program);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("softmax_auto"), std::string::npos) << e.what();
+  }
+  // The looped kernel on a narrow row, on request.
+  std::vector<float> a(300, 1.f), b(300);
+  kernels::softmax_auto(a, b, 1, 300, {Backend::interpreter}, kernels::RowVariant::looped);
+  EXPECT_FLOAT_EQ(b[0], 1.f / 300);
+}
+
 TEST(Loops, LoopedSoftmaxOfAllMinusInfinityRowIsNaNFree) {
   // Masked lanes and -inf inputs must not turn the running sums into NaN.
   std::vector<float> x(5000, -1e30f), y(5000);
