@@ -104,30 +104,39 @@ struct RowCase {
   }
 };
 
-// Rows wider than one program: the looped (online) softmax, which reads each row twice and writes it once.
+// Rows wider than one program: the looped (online) softmax (splits == 0) or the split-row one over `splits`
+// programs per row and two kernels; both read each row twice and write it once.
 template <class H>
-void softmax_wide_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols, const char* dtype) {
+void softmax_wide_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols, const char* dtype,
+                       std::int64_t splits) {
   RowCase<H> rc(state, rows, cols);
   if (!rc.ok) return;
   const int runs = g_smoke ? 10 : 100;
-  kernels::softmax_looped(rc.xs[0], rc.ys[0], rows, cols, rc.opt);
+  kernels::SplitScratch<DeviceBuffer<float>> scratch{DeviceBuffer<float>(rows * std::max<std::int64_t>(splits, 1)),
+                                                     DeviceBuffer<float>(rows * std::max<std::int64_t>(splits, 1))};
+  auto run = [&](int s) {
+    if (splits > 0) kernels::softmax_split(rc.xs[s], rc.ys[s], scratch, rows, cols, splits, rc.opt);
+    else kernels::softmax_looped(rc.xs[s], rc.ys[s], rows, cols, rc.opt);
+  };
+  run(0);
   double err = 0;
   if (!rc.check(state, reference::softmax<H>(rc.host, rows, cols), &err)) return;
   const std::size_t bytes = rc.bytes;
   const double c = copy_time_us(bytes, rc.sets, rc.handle(), runs);
   bench::Timing t;
   for (auto _ : state) {
-    t = bench::time_launches([&](int s) { kernels::softmax_looped(rc.xs[s], rc.ys[s], rows, cols, rc.opt); }, rc.sets,
-                             rc.handle(), 10, runs);
+    t = bench::time_launches(run, rc.sets, rc.handle(), 10, runs);
     state.SetIterationTime(t.median_us * 1e-6);
   }
   const double moved = 2.0 * bytes;  // the minimum: each element read once, written once
   state.counters["us"] = t.median_us;
   state.counters["x_copy"] = c / t.median_us;
   const std::string shape = add_copy_row(rows, cols, dtype, c, moved);
-  char note[96];
+  char note[96], impl[64];
   std::snprintf(note, sizeof note, "reads the row twice (1.5x the bytes); rel err %.1e", err);
-  add_row("softmax", "tilefuse looped (online)", shape, dtype, t.median_us, moved, c, note);
+  if (splits > 0) std::snprintf(impl, sizeof impl, "tilefuse split-row (%lld per row, 2 kernels)", static_cast<long long>(splits));
+  else std::snprintf(impl, sizeof impl, "tilefuse looped (online)");
+  add_row("softmax", impl, shape, dtype, t.median_us, moved, c, note);
 }
 
 template <class H>
@@ -166,9 +175,11 @@ void softmax_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols,
   add_row("softmax", "tilefuse unfused (5 kernels)", shape, dtype, unfused.median_us, 4 * moved, c, note);
 }
 
-// LayerNorm (kind "layernorm") or RMSNorm ("rmsnorm") over rows x cols, against a copy of x's bytes.
+// LayerNorm (kind "layernorm") or RMSNorm ("rmsnorm") over rows x cols, against a copy of x's bytes; for
+// LayerNorm, `splits` picks the kernel: -1 one program per row, 0 looped, above 0 split-row.
 template <class H>
-void norm_rows(benchmark::State& state, const char* kind, std::int64_t rows, std::int64_t cols, const char* dtype) {
+void norm_rows(benchmark::State& state, const char* kind, std::int64_t rows, std::int64_t cols, const char* dtype,
+               std::int64_t splits) {
   RowCase<H> rc(state, rows, cols);
   if (!rc.ok) return;
   const bool layer = std::string(kind) == "layernorm";
@@ -177,9 +188,13 @@ void norm_rows(benchmark::State& state, const char* kind, std::int64_t rows, std
   const auto hw = reference::random_vector<H>(cols, 8), hb = reference::random_vector<H>(cols, 9);
   DeviceBuffer<H> w(hw), b(hb);
   kernels::RowStats<DeviceBuffer<float>> stats{DeviceBuffer<float>(rows), DeviceBuffer<float>(rows)};
+  kernels::NormSplitScratch<DeviceBuffer<float>> scratch{DeviceBuffer<float>(rows * std::max<std::int64_t>(splits, 1)),
+                                                         DeviceBuffer<float>(rows * std::max<std::int64_t>(splits, 1))};
   auto run = [&](int s) {
-    if (layer) kernels::layernorm(rc.xs[s], w, b, rc.ys[s], stats, rows, cols, 1e-5f, rc.opt);
-    else kernels::rmsnorm(rc.xs[s], w, rc.ys[s], rows, cols, 1e-6f, rc.opt);
+    if (!layer) kernels::rmsnorm(rc.xs[s], w, rc.ys[s], rows, cols, 1e-6f, rc.opt);
+    else if (splits > 0) kernels::layernorm_split(rc.xs[s], w, b, rc.ys[s], stats, scratch, rows, cols, splits, 1e-5f, rc.opt);
+    else if (splits == 0) kernels::layernorm_looped(rc.xs[s], w, b, rc.ys[s], stats, rows, cols, 1e-5f, rc.opt);
+    else kernels::layernorm(rc.xs[s], w, b, rc.ys[s], stats, rows, cols, 1e-5f, rc.opt);
   };
   run(0);
   double err = 0;
@@ -198,10 +213,13 @@ void norm_rows(benchmark::State& state, const char* kind, std::int64_t rows, std
   state.counters["GBps"] = moved / t.median_us / 1e3;
   state.counters["x_copy"] = c / t.median_us;
   const std::string shape = add_copy_row(rows, cols, dtype, c, moved);
-  char note[64];
-  std::snprintf(note, sizeof note, "rel err %.1e vs float64", err);
-  add_row(kind, layer ? "tilefuse two-pass, one program per row" : "tilefuse, one program per row", shape, dtype,
-          t.median_us, moved, c, note);
+  char note[96], impl[64];
+  std::snprintf(note, sizeof note, "%srel err %.1e vs float64", splits >= 0 ? "reads the row twice (1.5x the bytes); " : "", err);
+  if (!layer) std::snprintf(impl, sizeof impl, "tilefuse, one program per row");
+  else if (splits > 0) std::snprintf(impl, sizeof impl, "tilefuse split-row (%lld per row, 2 kernels)", static_cast<long long>(splits));
+  else if (splits == 0) std::snprintf(impl, sizeof impl, "tilefuse looped, one program per row");
+  else std::snprintf(impl, sizeof impl, "tilefuse two-pass, one program per row");
+  add_row(kind, impl, shape, dtype, t.median_us, moved, c, note);
 }
 
 // ---- host costs ----
@@ -374,27 +392,35 @@ int main(int argc, char** argv) {
                   : benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_rows<float>(st, s.rows, s.cols, s.dtype); });
     b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
   }
-  std::vector<Shape> wide = {{4096, 32768, "f32"}, {2048, 131072, "bf16"}, {1024, 262144, "f32"}};
-  if (g_smoke) wide = {{16, 40000, "f32"}};
+  struct Wide { std::int64_t rows, cols; const char* dtype; std::int64_t splits; };  // splits 0: looped
+  std::vector<Wide> wide = {{4096, 32768, "f32", 0},  {2048, 131072, "bf16", 0}, {1024, 262144, "f32", 0},
+                            {2048, 131072, "bf16", 4}, {1024, 262144, "f32", 8},  {64, 1048576, "f32", 32}};
+  if (g_smoke) wide = {{16, 40000, "f32", 0}, {4, 40000, "f32", 3}};
   for (const auto& s : wide) {
-    const std::string name = std::string("softmax_looped/") + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "/" + s.dtype;
+    const std::string name = std::string(s.splits ? "softmax_split" + std::to_string(s.splits) + "/" : "softmax_looped/") +
+                             std::to_string(s.rows) + "x" + std::to_string(s.cols) + "/" + s.dtype;
     auto* b = std::string(s.dtype) == "bf16"
-                  ? benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_wide_rows<bfloat16>(st, s.rows, s.cols, s.dtype); })
-                  : benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_wide_rows<float>(st, s.rows, s.cols, s.dtype); });
+                  ? benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_wide_rows<bfloat16>(st, s.rows, s.cols, s.dtype, s.splits); })
+                  : benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_wide_rows<float>(st, s.rows, s.cols, s.dtype, s.splits); });
     b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
   }
-  struct Norm { const char* kind; std::int64_t rows, cols; const char* dtype; };
+  // splits: -1 one program per row, 0 looped, above 0 split-row
+  struct Norm { const char* kind; std::int64_t rows, cols; const char* dtype; std::int64_t splits = -1; };
   std::vector<Norm> norms = {{"layernorm", 4096, 4096, "f32"},  {"layernorm", 8192, 8192, "bf16"},
                              {"layernorm", 32768, 1024, "f16"}, {"layernorm", 4096, 12288, "bf16"},
-                             {"layernorm", 16384, 768, "f32"},  {"rmsnorm", 32768, 4096, "bf16"}};
-  if (g_smoke) norms = {{"layernorm", 256, 1000, "f32"}, {"rmsnorm", 128, 4096, "bf16"}};
+                             {"layernorm", 16384, 768, "f32"},  {"rmsnorm", 32768, 4096, "bf16"},
+                             {"layernorm", 4096, 12288, "bf16", 0}, {"layernorm", 4096, 12288, "bf16", 3},
+                             {"layernorm", 256, 131072, "bf16", 0}, {"layernorm", 256, 131072, "bf16", 8}};
+  if (g_smoke) norms = {{"layernorm", 256, 1000, "f32"}, {"rmsnorm", 128, 4096, "bf16"}, {"layernorm", 8, 20000, "f32", 0},
+                        {"layernorm", 8, 20000, "f32", 3}};
   for (const auto& m : norms) {
-    const std::string name = std::string(m.kind) + "/" + std::to_string(m.rows) + "x" + std::to_string(m.cols) + "/" + m.dtype;
+    const std::string variant = m.splits < 0 ? "" : m.splits == 0 ? "_looped" : "_split" + std::to_string(m.splits);
+    const std::string name = std::string(m.kind) + variant + "/" + std::to_string(m.rows) + "x" + std::to_string(m.cols) + "/" + m.dtype;
     const std::string dt = m.dtype;
     benchmark::internal::Benchmark* b =
-        dt == "f32"  ? benchmark::RegisterBenchmark(name.c_str(), [m](benchmark::State& st) { norm_rows<float>(st, m.kind, m.rows, m.cols, m.dtype); })
-        : dt == "f16" ? benchmark::RegisterBenchmark(name.c_str(), [m](benchmark::State& st) { norm_rows<half>(st, m.kind, m.rows, m.cols, m.dtype); })
-                      : benchmark::RegisterBenchmark(name.c_str(), [m](benchmark::State& st) { norm_rows<bfloat16>(st, m.kind, m.rows, m.cols, m.dtype); });
+        dt == "f32"  ? benchmark::RegisterBenchmark(name.c_str(), [m](benchmark::State& st) { norm_rows<float>(st, m.kind, m.rows, m.cols, m.dtype, m.splits); })
+        : dt == "f16" ? benchmark::RegisterBenchmark(name.c_str(), [m](benchmark::State& st) { norm_rows<half>(st, m.kind, m.rows, m.cols, m.dtype, m.splits); })
+                      : benchmark::RegisterBenchmark(name.c_str(), [m](benchmark::State& st) { norm_rows<bfloat16>(st, m.kind, m.rows, m.cols, m.dtype, m.splits); });
     b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
   }
   benchmark::RegisterBenchmark("host/cold_nvrtc_compile", cold_compile)->Iterations(g_smoke ? 1 : 5)->Unit(benchmark::kMillisecond);

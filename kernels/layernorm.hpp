@@ -152,6 +152,52 @@ void rmsnorm(Buf& x, Buf& w, Buf& y, std::int64_t rows, std::int64_t cols, float
   });
 }
 
+namespace detail {
+
+// Sums of x - shift and of its square over columns [start, end) of the row at `base`, in BLOCK-column
+// pieces, per lane and then across lanes. The shift (the row's first element) cancels a large mean
+// before anything is squared.
+template <class T, int BLOCK>
+std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_sums(tl::Ptr<T> x, tl::Scalar<tl::i32> base,
+                                                                  tl::Scalar<tl::f32> shift, tl::Scalar<tl::i32> start,
+                                                                  tl::Scalar<tl::i32> end) {
+  auto cols = tl::arange<BLOCK>();
+  auto init = std::tuple{tl::full<tl::f32, BLOCK>(0.0), tl::full<tl::f32, BLOCK>(0.0)};
+  auto [s1, s2] = tl::for_range(start, end, BLOCK, init, [&](auto from, auto s1, auto s2) {
+    auto idx = from + cols;
+    auto mask = idx < end;
+    auto d = tl::where(mask, tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift, 0.0);
+    return std::tuple{s1 + d, s2 + d * d};
+  });
+  return {tl::sum(s1), tl::sum(s2)};
+}
+
+// Mean (of the shifted values) and rstd of `count` elements from their shifted sums.
+inline std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_moments(tl::Scalar<tl::f32> s1, tl::Scalar<tl::f32> s2,
+                                                                           tl::Scalar<tl::f32> count, tl::Scalar<tl::f32> eps) {
+  auto mean_shifted = s1 / count;
+  auto var = tl::maximum(s2 / count - mean_shifted * mean_shifted, 0.0);
+  return {mean_shifted, 1.0 / tl::sqrt(var + eps)};
+}
+
+// y = (x - shift - mean_shifted) * rstd * w + b over columns [start, end) of the row at `base`.
+template <class T, int BLOCK>
+void normalize_affine_range(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Scalar<tl::i32> base,
+                            tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end, tl::Scalar<tl::f32> shift,
+                            tl::Scalar<tl::f32> mean_shifted, tl::Scalar<tl::f32> rstd) {
+  auto cols = tl::arange<BLOCK>();
+  tl::for_range(start, end, BLOCK, [&](auto from) {
+    auto idx = from + cols;
+    auto mask = idx < end;
+    auto centered = (tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift) - mean_shifted;  // both small
+    auto wv = tl::cast<tl::f32>(tl::load(w + idx, mask));
+    auto bv = tl::cast<tl::f32>(tl::load(b + idx, mask));
+    tl::store(y + base + idx, tl::cast<T>(centered * rstd * wv + bv), mask);
+  });
+}
+
+}  // namespace detail
+
 /// LayerNorm of one row of any width, looping over it in BLOCK-column pieces: the first pass sums
 /// x - x[0] and its square per lane (shifted by the row's first element, so a large mean cancels before
 /// it is squared), the second writes (x - mean) * rstd * w + b. Reads the row twice, writes it once.
@@ -161,29 +207,52 @@ void layernorm_looped_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<
                               tl::Scalar<tl::f32> eps) {
   auto row = tl::program_id(0);
   auto base = row * stride;
-  auto cols = tl::arange<BLOCK>();
+  auto zero = tl::scalar<tl::i32>(0);
   auto shift = tl::cast<tl::f32>(tl::load(x + base));
-  auto init = std::tuple{tl::full<tl::f32, BLOCK>(0.0), tl::full<tl::f32, BLOCK>(0.0)};
-  auto [s1, s2] = tl::for_range(0, n, BLOCK, init, [&](auto from, auto s1, auto s2) {
-    auto idx = from + cols;
-    auto mask = idx < n;
-    auto d = tl::where(mask, tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift, 0.0);
-    return std::tuple{s1 + d, s2 + d * d};
-  });
-  auto count = tl::cast<tl::f32>(n);
-  auto mean_shifted = tl::sum(s1) / count;
-  auto var = tl::maximum(tl::sum(s2) / count - mean_shifted * mean_shifted, 0.0);
-  auto rstd = 1.0 / tl::sqrt(var + eps);
-  tl::for_range(0, n, BLOCK, [&](auto from) {
-    auto idx = from + cols;
-    auto mask = idx < n;
-    auto centered = (tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift) - mean_shifted;  // both small
-    auto wv = tl::cast<tl::f32>(tl::load(w + idx, mask));
-    auto bv = tl::cast<tl::f32>(tl::load(b + idx, mask));
-    tl::store(y + base + idx, tl::cast<T>(centered * rstd * wv + bv), mask);
-  });
+  auto [s1, s2] = detail::shifted_sums<T, BLOCK>(x, base, shift, zero, n);
+  auto [mean_shifted, rstd] = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+  detail::normalize_affine_range<T, BLOCK>(x, w, b, y, base, zero, n, shift, mean_shifted, rstd);
   tl::store(mean_out + row, shift + mean_shifted);
   tl::store(rstd_out + row, rstd);
+}
+
+/// Split-row LayerNorm, kernel 1 of 2: program (row, split) writes the sums of x - x[row, 0] and of its
+/// square over its `chunk` columns to partial_s1/partial_s2[row * splits + split].
+template <class T, int BLOCK>
+void layernorm_partials_program(tl::Ptr<T> x, tl::Ptr<tl::f32> partial_s1, tl::Ptr<tl::f32> partial_s2,
+                                tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk) {
+  auto row = tl::program_id(0);
+  auto split = tl::program_id(1);
+  auto base = row * stride;
+  auto start = split * chunk;
+  auto shift = tl::cast<tl::f32>(tl::load(x + base));
+  auto [s1, s2] = detail::shifted_sums<T, BLOCK>(x, base, shift, start, tl::minimum(start + chunk, n));
+  tl::store(partial_s1 + row * tl::num_programs(1) + split, s1);
+  tl::store(partial_s2 + row * tl::num_programs(1) + split, s2);
+}
+
+/// Split-row LayerNorm, kernel 2 of 2: program (row, split) adds the row's SPLITS_BLOCK-padded partial
+/// sums into its mean and rstd, normalizes its own chunk, and (split 0) writes mean and rstd.
+template <class T, int BLOCK, int SPLITS_BLOCK>
+void layernorm_combine_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                               tl::Ptr<tl::f32> rstd_out, tl::Ptr<tl::f32> partial_s1, tl::Ptr<tl::f32> partial_s2,
+                               tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk,
+                               tl::Scalar<tl::f32> eps) {
+  auto row = tl::program_id(0);
+  auto split = tl::program_id(1);
+  auto splits = tl::num_programs(1);
+  auto base = row * stride;
+  auto k = tl::arange<SPLITS_BLOCK>();
+  auto valid = k < splits;
+  auto s1 = tl::sum(tl::load(partial_s1 + row * splits + k, valid));
+  auto s2 = tl::sum(tl::load(partial_s2 + row * splits + k, valid));
+  auto shift = tl::cast<tl::f32>(tl::load(x + base));
+  auto [mean_shifted, rstd] = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+  auto start = split * chunk;
+  detail::normalize_affine_range<T, BLOCK>(x, w, b, y, base, start, tl::minimum(start + chunk, n), shift, mean_shifted, rstd);
+  auto first = split == 0;
+  tl::store(mean_out + row, shift + mean_shifted, first);
+  tl::store(rstd_out + row, rstd, first);
 }
 
 /// Column piece of the looped LayerNorm.
@@ -202,6 +271,46 @@ void layernorm_looped(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, s
   static Kernel<&layernorm_looped_program<T, B>> k(
       "layernorm_looped", looped_kernel_options(B, {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"}));
   k.launch(LaunchConfig({rows}, opt.backend, opt.stream), x, w, b, y, stats.mean, stats.rstd, cols, cols, eps);
+}
+
+/// Scratch for the split-row LayerNorm: rows x splits partial sums of x - x[row, 0] and of its square.
+template <class F32Buf>
+struct NormSplitScratch {
+  F32Buf partial_s1, partial_s2;
+};
+
+/// Most splits of one row the split-row LayerNorm supports (the combine kernel holds them as one tile).
+inline constexpr std::int64_t kNormMaxSplits = 1024;
+
+/// LayerNorm with each row split over `splits` programs and two kernels (partial sums, then combine and
+/// normalize): the grid-wide reduction in two passes. Reads every element twice and writes it once, like
+/// the looped kernel, but spreads a row over the GPU (for few, wide rows); same results as layernorm_looped.
+template <class Buf, class F32Buf>
+void layernorm_split(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, NormSplitScratch<F32Buf>& scratch,
+                     std::int64_t rows, std::int64_t cols, std::int64_t splits, float eps = 1e-5f,
+                     const RowOptions& opt = {}) {
+  using T = tl::dtype_of_host_t<element_of_t<Buf>>;
+  static_assert(tl::is_float_tag<T>, "tilefuse layernorm_split: elements must be float, half or bfloat16.");
+  static_assert(std::is_same_v<element_of_t<F32Buf>, float>, "tilefuse layernorm_split: statistics and partials are float buffers.");
+  detail::check_layernorm_args("layernorm_split", x, w, b, y, stats, rows, cols);
+  if (splits < 1 || splits > kNormMaxSplits || splits > 65535)
+    throw std::invalid_argument("tilefuse layernorm_split: argument splits: expected 1 to " +
+                                std::to_string(kNormMaxSplits) + ", got " + std::to_string(splits));
+  check_vector("layernorm_split", "scratch.partial_s1", scratch.partial_s1, rows * splits);
+  check_vector("layernorm_split", "scratch.partial_s2", scratch.partial_s2, rows * splits);
+  constexpr int B = kLayerNormLoopBlock;
+  // Chunks are whole BLOCK pieces, so every piece but a row's last is full and aligned.
+  const std::int64_t chunk = ((cols + splits - 1) / splits + B - 1) / B * B;
+  const LaunchConfig cfg(Grid(rows, splits), opt.backend, opt.stream);
+  static Kernel<&layernorm_partials_program<T, B>> partials(
+      "layernorm_partials", looped_kernel_options(B, {"x", "partial_s1", "partial_s2", "stride", "n", "chunk"}));
+  partials.launch(cfg, x, scratch.partial_s1, scratch.partial_s2, cols, cols, chunk);
+  with_block<kNormMaxSplits>(splits, [&]<int SB>() {
+    static Kernel<&layernorm_combine_program<T, B, SB>> combine(
+        "layernorm_combine_" + std::to_string(SB),
+        looped_kernel_options(B, {"x", "w", "b", "y", "mean", "rstd", "partial_s1", "partial_s2", "stride", "n", "chunk", "eps"}));
+    combine.launch(cfg, x, w, b, y, stats.mean, stats.rstd, scratch.partial_s1, scratch.partial_s2, cols, cols, chunk, eps);
+  });
 }
 
 /// LayerNorm for rows of any width, with the kernel chosen from the width (or by `variant`): layernorm()

@@ -161,11 +161,17 @@ TEST_F(Gpu, InterpreterRunsOnDeviceBuffers) {
   EXPECT_LE(reference::relative_error<float>(y.download(), reference::softmax<float>(host, rows, cols)), 1e-5);
 }
 
+// Which LayerNorm entry point a check runs (the looped and split kernels' one-pass shifted variance
+// allows 1e-4 on rstd; layernorm_auto takes the looped kernel above 16384 columns).
+enum class NormVariant { one_program, looped, automatic, split };
+
 template <class H>
 // mean 1e4: same tolerance. `looped`: the looped kernel, whose one-pass shifted variance allows 1e-4 on rstd.
-void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, bool looped = false, bool automatic = false) {
+void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, NormVariant variant = NormVariant::one_program,
+                     std::int64_t splits = 1) {
   const auto seed = std::random_device{}();
-  SCOPED_TRACE(std::string(automatic ? "layernorm_auto " : looped ? "layernorm_looped " : "layernorm ") + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const char* names[] = {"layernorm ", "layernorm_looped ", "layernorm_auto ", "layernorm_split "};
+  SCOPED_TRACE(std::string(names[static_cast<int>(variant)]) + "splits " + std::to_string(splits) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, mean, 1.f);
   auto hw = reference::random_vector<H>(cols, seed + 1);
@@ -177,16 +183,28 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, boo
   stats.rstd.fill_bytes(0xff);
   std::vector<H> interp(n, reference::from_float<H>(std::nanf("")));
   kernels::RowStats<std::vector<float>> istats{std::vector<float>(rows), std::vector<float>(rows)};
-  if (automatic) {
-    kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu});
-    kernels::layernorm_auto(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter});
-  } else if (looped) {
-    kernels::layernorm_looped(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu});
-    kernels::layernorm_looped(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter});
-  } else {
-    kernels::layernorm(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu});
-    kernels::layernorm(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter});
+  kernels::NormSplitScratch<DeviceBuffer<float>> scratch{DeviceBuffer<float>(rows * splits), DeviceBuffer<float>(rows * splits)};
+  kernels::NormSplitScratch<std::vector<float>> iscratch{std::vector<float>(rows * splits), std::vector<float>(rows * splits)};
+  switch (variant) {
+    case NormVariant::one_program:
+      kernels::layernorm(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu});
+      kernels::layernorm(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter});
+      break;
+    case NormVariant::looped:
+      kernels::layernorm_looped(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu});
+      kernels::layernorm_looped(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter});
+      break;
+    case NormVariant::automatic:
+      kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu});
+      kernels::layernorm_auto(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter});
+      break;
+    case NormVariant::split:
+      kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, splits, 1e-5f, {Backend::gpu});
+      kernels::layernorm_split(hx, hw, hb, interp, istats, iscratch, rows, cols, splits, 1e-5f, {Backend::interpreter});
+      break;
   }
+  const bool looped = variant == NormVariant::looped || variant == NormVariant::split ||
+                      (variant == NormVariant::automatic && cols > kernels::kNormMaxCols);
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(hx, hw, hb, rows, cols, 1e-5, &mean_ref, &rstd_ref);
   const double tol = reference::tolerance<H>();
@@ -195,8 +213,7 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, boo
   EXPECT_LE(reference::worst_element<H>(gpu, ref, 4 * tol, 4 * tol), 1.0);
   // the mean is near 0 for N(0, 1) rows: an absolute floor, as x[0] + mean(x - x[0]) rounds at |x[0]|
   EXPECT_LE(reference::worst_element<float>(stats.mean.download(), mean_ref, 1e-6, 1e-5), 1.0);
-  const bool looped_kernel = looped || (automatic && cols > kernels::kNormMaxCols);
-  EXPECT_LE(reference::relative_error<float>(stats.rstd.download(), rstd_ref), looped_kernel ? 1e-4 : 1e-5);
+  EXPECT_LE(reference::relative_error<float>(stats.rstd.download(), rstd_ref), looped ? 1e-4 : 1e-5);
   std::vector<double> interp_d(n);
   for (std::size_t i = 0; i < n; ++i) interp_d[i] = reference::to_float(interp[i]);
   EXPECT_LE(reference::worst_element<H>(gpu, interp_d, 4 * tol, 4 * tol), 1.0);
@@ -227,12 +244,20 @@ TEST_F(Gpu, LayerNormAllDtypesAndWidths) {
   check_layernorm<float>(20000, 64);  // one-warp programs packed per block
 }
 
+TEST_F(Gpu, SplitRowLayerNorm) {
+  check_layernorm<float>(7, 20001, 0.f, NormVariant::split, 3);  // not a multiple of the split or the piece
+  check_layernorm<float>(5, 9000, 0.f, NormVariant::split, 8);   // more splits than pieces
+  check_layernorm<float>(4, 20000, 1e4f, NormVariant::split, 4);
+  check_layernorm<bfloat16>(16, 131072, 0.f, NormVariant::split, 16);
+  check_layernorm<half>(6, 12288, 0.f, NormVariant::split, 3);
+}
+
 TEST_F(Gpu, LayerNormLargeMeanTwoPass) { check_layernorm<float>(64, 4096, 1e4f); }
 
 TEST_F(Gpu, LayerNormLoopedWideRows) {
-  for (std::int64_t cols : {1, 4096, 20000, 131072}) check_layernorm<float>(9, cols, 0.f, true);
-  check_layernorm<float>(8, 20000, 1e4f, true);
-  check_layernorm<bfloat16>(8, 65536, 0.f, true);
+  for (std::int64_t cols : {1, 4096, 20000, 131072}) check_layernorm<float>(9, cols, 0.f, NormVariant::looped);
+  check_layernorm<float>(8, 20000, 1e4f, NormVariant::looped);
+  check_layernorm<bfloat16>(8, 65536, 0.f, NormVariant::looped);
 }
 
 template <class H>
@@ -286,8 +311,8 @@ TEST_F(Gpu, AutomaticRowVariantsAtTheOneProgramLimit) {
   for (std::int64_t cols : {1000, 16384, 16385, 70000}) {
     check_softmax_looped<float>(5, cols, true);
     check_softmax_looped<bfloat16>(3, cols, true);
-    check_layernorm<float>(5, cols, 0.f, false, true);
-    check_layernorm<half>(3, cols, 0.f, false, true);
+    check_layernorm<float>(5, cols, 0.f, NormVariant::automatic);
+    check_layernorm<half>(3, cols, 0.f, NormVariant::automatic);
   }
 }
 

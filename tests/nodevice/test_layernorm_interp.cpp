@@ -12,21 +12,33 @@ using namespace tilefuse;
 
 namespace {
 
+// Which entry point a check runs: layernorm, layernorm_looped, layernorm_auto (looped above 16384
+// columns) or layernorm_split. The looped and split kernels' one-pass shifted variance allows 1e-4 on rstd.
+enum class Variant { one_program, looped, automatic, split };
+
 template <class H>
-// `looped`: the looped kernel (rows of any width), whose one-pass shifted variance allows 1e-4 on rstd.
-// `automatic`: layernorm_auto, which takes the looped kernel above 16384 columns.
-void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, float stddev = 1.f, bool looped = false,
-                     bool automatic = false) {
+void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, float stddev = 1.f,
+                     Variant variant = Variant::one_program, std::int64_t splits = 1) {
   const auto seed = std::random_device{}();
-  SCOPED_TRACE(std::string(automatic ? "layernorm_auto " : looped ? "layernorm_looped " : "layernorm ") + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const char* names[] = {"layernorm ", "layernorm_looped ", "layernorm_auto ", "layernorm_split "};
+  SCOPED_TRACE(std::string(names[static_cast<int>(variant)]) + "splits " + std::to_string(splits) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   auto x = reference::random_vector<H>(rows * cols, seed, mean, stddev);
   auto w = reference::random_vector<H>(cols, seed + 1);
   auto b = reference::random_vector<H>(cols, seed + 2);
   std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
   kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows, std::nanf("")), std::vector<float>(rows, std::nanf(""))};
-  if (automatic) kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter});
-  else if (looped) kernels::layernorm_looped(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter});
-  else kernels::layernorm(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter});
+  kernels::NormSplitScratch<std::vector<float>> scratch{std::vector<float>(rows * splits, std::nanf("")),
+                                                        std::vector<float>(rows * splits, std::nanf(""))};
+  switch (variant) {
+    case Variant::one_program: kernels::layernorm(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter}); break;
+    case Variant::looped: kernels::layernorm_looped(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter}); break;
+    case Variant::automatic: kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter}); break;
+    case Variant::split:
+      kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, splits, 1e-5f, {Backend::interpreter});
+      break;
+  }
+  const bool looped = variant == Variant::looped || variant == Variant::split ||
+                      (variant == Variant::automatic && cols > kernels::kNormMaxCols);
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
   const double tol = reference::tolerance<H>();
@@ -34,8 +46,7 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, flo
   EXPECT_LE(reference::worst_element<H>(y, ref, 4 * tol, 4 * tol), 1.0);
   // the mean is near 0 for N(0, 1) rows: an absolute floor, as x[0] + mean(x - x[0]) rounds at |x[0]|
   EXPECT_LE(reference::worst_element<float>(stats.mean, mean_ref, 1e-6, 1e-5), 1.0);
-  const bool looped_kernel = looped || (automatic && cols > kernels::kNormMaxCols);
-  EXPECT_LE(reference::relative_error<float>(stats.rstd, rstd_ref), looped_kernel ? 1e-4 : 1e-5);
+  EXPECT_LE(reference::relative_error<float>(stats.rstd, rstd_ref), looped ? 1e-4 : 1e-5);
 }
 
 template <class H>
@@ -125,17 +136,50 @@ TEST(NormNvrtc, CompileWithoutSpillsF16) { compile_all_norms<tl::f16>(); }
 TEST(NormNvrtc, CompileWithoutSpillsBf16) { compile_all_norms<tl::bf16>(); }
 
 TEST(LayerNormInterp, LoopedAnyWidth) {
-  for (std::int64_t cols : {1, 7, 4096, 5000, 20000}) check_layernorm<float>(3, cols, 0.f, 1.f, true);
-  check_layernorm<float>(2, 20000, 1e4f, 1.f, true);  // large mean: the shift keeps the variance
-  for (std::int64_t cols : {1000, 16384, 16385}) check_layernorm<float>(2, cols, 0.f, 1.f, false, true);
-  check_layernorm<bfloat16>(2, 65536, 0.f, 1.f, true);
-  check_layernorm<half>(2, 12288, 0.f, 1.f, true);
+  for (std::int64_t cols : {1, 7, 4096, 5000, 20000}) check_layernorm<float>(3, cols, 0.f, 1.f, Variant::looped);
+  check_layernorm<float>(2, 20000, 1e4f, 1.f, Variant::looped);  // large mean: the shift keeps the variance
+  for (std::int64_t cols : {1000, 16384, 16385}) check_layernorm<float>(2, cols, 0.f, 1.f, Variant::automatic);
+  check_layernorm<bfloat16>(2, 65536, 0.f, 1.f, Variant::looped);
+  check_layernorm<half>(2, 12288, 0.f, 1.f, Variant::looped);
+}
+
+TEST(LayerNormInterp, SplitRowAnyWidth) {
+  check_layernorm<float>(3, 1, 0.f, 1.f, Variant::split, 1);
+  check_layernorm<float>(3, 5000, 0.f, 1.f, Variant::split, 2);
+  check_layernorm<float>(2, 20001, 0.f, 1.f, Variant::split, 3);   // not a multiple of the split or the piece
+  check_layernorm<float>(2, 9000, 0.f, 1.f, Variant::split, 8);    // more splits than pieces: idle programs
+  check_layernorm<float>(2, 20000, 1e4f, 1.f, Variant::split, 4);  // large mean: every chunk shifts by x[row, 0]
+  check_layernorm<bfloat16>(2, 131072, 0.f, 1.f, Variant::split, 16);
+  check_layernorm<half>(3, 12288, 0.f, 1.f, Variant::split, 3);
+}
+
+TEST(LayerNormInterp, SplitRowRejectsBadSplits) {
+  std::vector<float> x(100), w(100), b(100), y(100);
+  kernels::RowStats<std::vector<float>> stats{std::vector<float>(1), std::vector<float>(1)};
+  kernels::NormSplitScratch<std::vector<float>> scratch{std::vector<float>(2000), std::vector<float>(2000)};
+  try {
+    kernels::layernorm_split(x, w, b, y, stats, scratch, 1, 100, 2000, 1e-5f, {Backend::interpreter});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("layernorm_split: argument splits: expected 1 to 1024, got 2000"), std::string::npos)
+        << e.what();
+  }
+  kernels::NormSplitScratch<std::vector<float>> small{std::vector<float>(3), std::vector<float>(4)};
+  try {
+    kernels::layernorm_split(x, w, b, y, stats, small, 1, 100, 4, 1e-5f, {Backend::interpreter});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("argument scratch.partial_s1 holds 3 elements, expected at least 4"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(NormNvrtc, LoopedLayerNormCompilesWithoutSpills) {
   Kernel<&kernels::layernorm_looped_program<tl::f32, 4096>> f32("layernorm_looped", {.num_warps = 8});
   Kernel<&kernels::layernorm_looped_program<tl::bf16, 4096>> bf16("layernorm_looped", {.num_warps = 8});
-  for (Program* p : {&f32.program(), &bf16.program()}) {
+  Kernel<&kernels::layernorm_partials_program<tl::bf16, 4096>> partials("layernorm_partials", {.num_warps = 8});
+  Kernel<&kernels::layernorm_combine_program<tl::bf16, 4096, 1024>> combine("layernorm_combine", {.num_warps = 8});
+  for (Program* p : {&f32.program(), &bf16.program(), &partials.program(), &combine.program()}) {
     const auto info = p->compile(p->default_specialization(), "sm_90");
     EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
     EXPECT_EQ(info.stack_bytes, 0) << info.ptxas_log;
