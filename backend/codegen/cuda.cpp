@@ -474,7 +474,7 @@ class Emitter {
     // the run is in the mask, else element by element (the ragged tail of a row). Halves are gathered raw
     // for every run first and widened afterwards: widening inside the run's branch would wait for each
     // access before issuing the next, one memory round trip per run instead of one per tile.
-    const bool narrow = from_storage(t.dtype, "x") != "x";
+    const bool narrow = t.dtype == DType::f16 || t.dtype == DType::bf16;
     const std::string dst = narrow ? "raw" + std::to_string(in.result) : r;
     const std::string conv_other = narrow ? to_storage(t.dtype, other) : other;
     auto element = [&](const std::string& addr) { return narrow ? addr : from_storage(t.dtype, addr); };
@@ -491,7 +491,7 @@ class Emitter {
       os_ << "  }\n";
     } else {
       os_ << "    } else {\n";
-    const std::string cond = pred("e");
+      const std::string cond = pred("e");
       os_ << "#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << dst << "[e] = "
           << (cond.empty() ? element("*" + p + "[e]") : cond + " ? " + element("*" + p + "[e]") + " : " + conv_other)
           << ";\n";
