@@ -116,6 +116,7 @@ void softmax_wide_rows(benchmark::State& state, std::int64_t rows, std::int64_t 
                                                      DeviceBuffer<float>(rows * std::max<std::int64_t>(splits, 1))};
   auto run = [&](int s) {
     if (splits > 0) kernels::softmax_split(rc.xs[s], rc.ys[s], scratch, rows, cols, splits, rc.opt);
+    else if (splits < 0) kernels::softmax_cluster(rc.xs[s], rc.ys[s], rows, cols, rc.opt);
     else kernels::softmax_looped(rc.xs[s], rc.ys[s], rows, cols, rc.opt);
   };
   run(0);
@@ -133,8 +134,9 @@ void softmax_wide_rows(benchmark::State& state, std::int64_t rows, std::int64_t 
   state.counters["x_copy"] = c / t.median_us;
   const std::string shape = add_copy_row(rows, cols, dtype, c, moved);
   char note[96], impl[64];
-  std::snprintf(note, sizeof note, "reads the row twice (1.5x the bytes); rel err %.1e", err);
+  std::snprintf(note, sizeof note, "%srel err %.1e", splits < 0 ? "reads the row once; " : "reads the row twice (1.5x the bytes); ", err);
   if (splits > 0) std::snprintf(impl, sizeof impl, "tilefuse split-row (%lld per row, 2 kernels)", static_cast<long long>(splits));
+  else if (splits < 0) std::snprintf(impl, sizeof impl, "tilefuse cluster (row over 8 programs, DSMEM)");
   else std::snprintf(impl, sizeof impl, "tilefuse looped (online)");
   add_row("softmax", impl, shape, dtype, t.median_us, moved, c, note);
 }
@@ -392,12 +394,14 @@ int main(int argc, char** argv) {
                   : benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_rows<float>(st, s.rows, s.cols, s.dtype); });
     b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
   }
-  struct Wide { std::int64_t rows, cols; const char* dtype; std::int64_t splits; };  // splits 0: looped
+  struct Wide { std::int64_t rows, cols; const char* dtype; std::int64_t splits; };  // splits 0: looped, -1: cluster
   std::vector<Wide> wide = {{4096, 32768, "f32", 0},  {2048, 131072, "bf16", 0}, {1024, 262144, "f32", 0},
-                            {2048, 131072, "bf16", 4}, {1024, 262144, "f32", 8},  {64, 1048576, "f32", 32}};
-  if (g_smoke) wide = {{16, 40000, "f32", 0}, {4, 40000, "f32", 3}};
+                            {2048, 131072, "bf16", 4}, {1024, 262144, "f32", 8},  {64, 1048576, "f32", 32},
+                            {2048, 131072, "bf16", -1}, {2048, 131072, "f32", -1}};
+  if (g_smoke) wide = {{16, 40000, "f32", 0}, {4, 40000, "f32", 3}, {4, 40000, "f32", -1}};
   for (const auto& s : wide) {
-    const std::string name = std::string(s.splits ? "softmax_split" + std::to_string(s.splits) + "/" : "softmax_looped/") +
+    const std::string name = std::string(s.splits > 0 ? "softmax_split" + std::to_string(s.splits) + "/"
+                                         : s.splits < 0 ? "softmax_cluster/" : "softmax_looped/") +
                              std::to_string(s.rows) + "x" + std::to_string(s.cols) + "/" + s.dtype;
     auto* b = std::string(s.dtype) == "bf16"
                   ? benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_wide_rows<bfloat16>(st, s.rows, s.cols, s.dtype, s.splits); })

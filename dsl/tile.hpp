@@ -463,6 +463,19 @@ Scalar<T> sum(const Tile<T, N...>& x, const std::source_location& loc = std::sou
   return detail::reduce<ir::Op::reduce_sum>(x, loc);
 }
 
+/// Largest of `x` over the programs of this program's thread-block cluster (KernelOptions::cluster_size
+/// programs along axis 0): every program of the cluster gets the same value. Every program must reach
+/// each cluster reduction, so they cannot be inside loops.
+inline Scalar<f32> cluster_max(const Scalar<f32>& x, const std::source_location& loc = std::source_location::current()) {
+  const ir::ValueType type = Scalar<f32>::type();
+  return Scalar<f32>(detail::emit(ir::Op::cluster_max, &type, {x.id()}, 0, 0.0, detail::site(loc)));
+}
+/// Sum of `x` over the programs of this program's cluster (see cluster_max).
+inline Scalar<f32> cluster_sum(const Scalar<f32>& x, const std::source_location& loc = std::source_location::current()) {
+  const ir::ValueType type = Scalar<f32>::type();
+  return Scalar<f32>(detail::emit(ir::Op::cluster_sum, &type, {x.id()}, 0, 0.0, detail::site(loc)));
+}
+
 // ---- memory ----
 
 /// Loads the elements `ptrs` point to where `mask` is true and `other` elsewhere (0 when not given).

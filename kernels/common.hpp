@@ -5,6 +5,9 @@
 #include <bit>
 #include <cstdlib>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 #include <span>
 #include <stdexcept>

@@ -289,6 +289,71 @@ void softmax_auto(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const
     softmax_looped(in, out, rows, cols, opt);
 }
 
+/// Softmax of rows split over a thread-block cluster, read once: program pid handles columns
+/// [start, start + chunk) of row pid / splits (start = (pid % splits) * chunk) in registers; the row's max
+/// and sum come from its cluster's programs through tl::cluster_max / tl::cluster_sum (distributed shared
+/// memory on sm_90), so each element is read once and written once, as in the one-program kernel.
+template <class T, int BLOCK>
+void softmax_cluster_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
+                             tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits) {
+  auto pid = tl::program_id(0);
+  auto row = pid / splits;
+  auto start = (pid % splits) * chunk;
+  auto lane = tl::arange<BLOCK>();
+  auto mask = lane < tl::minimum(chunk, n_cols - start);  // one bound: a run is tested at its last lane
+  auto base = row * stride + start;
+  auto x = tl::cast<tl::f32>(tl::load(in + base + lane, mask, -tl::inf));
+  auto row_max = tl::cluster_max(tl::max(x));
+  auto e = tl::exp(x - row_max);  // masked lanes: exp(-inf) = 0
+  auto row_sum = tl::cluster_sum(tl::sum(e));
+  tl::store(out + base + lane, tl::cast<T>(e / row_sum), mask);
+}
+
+/// Widest row the cluster softmax takes: 8 programs (the portable cluster size) of 16384 columns.
+inline constexpr std::int64_t kSoftmaxClusterMaxCols = 8 * kSoftmaxMaxCols;
+
+/// The cluster softmax kernel for dtype T, row pieces of BLOCK and `splits` programs per cluster.
+template <class T, int BLOCK>
+Kernel<&softmax_cluster_program<T, BLOCK>>& softmax_cluster_kernel(int splits) {
+  static std::mutex mutex;
+  static std::map<int, std::unique_ptr<Kernel<&softmax_cluster_program<T, BLOCK>>>> kernels;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto& k = kernels[splits];
+  if (!k) {
+    KernelOptions o = row_kernel_options(element_bytes_of<T>(), BLOCK, {"in", "out", "stride", "n_cols", "chunk", "splits"});
+    o.cluster_size = splits;
+    k = std::make_unique<Kernel<&softmax_cluster_program<T, BLOCK>>>(
+        "softmax_cluster" + std::to_string(splits) + "_" + std::to_string(BLOCK), o);
+  }
+  return *k;
+}
+
+/// out = softmax(in) for rows up to 131072 columns, each read once: a row wider than 16384 is split over
+/// a thread-block cluster of ceil(cols / 16384) programs (sm_90) that combine their max and sum through
+/// distributed shared memory; narrower rows take the one-program kernel.
+template <class Buf>
+void softmax_cluster(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}) {
+  using T = tl::dtype_of_host_t<element_of_t<Buf>>;
+  static_assert(tl::is_float_tag<T>, "tilefuse softmax_cluster: elements must be float, half or bfloat16.");
+  check_matrix("softmax_cluster", "in", in, rows, cols);
+  check_matrix("softmax_cluster", "out", out, rows, cols);
+  if (cols > kSoftmaxClusterMaxCols)
+    throw std::invalid_argument("tilefuse softmax_cluster: cols = " + std::to_string(cols) + " exceeds the cluster limit of " +
+                                std::to_string(kSoftmaxClusterMaxCols) + " elements (8 programs of 16384; "
+                                "kernels::softmax_looped takes rows of any width)");
+  if (cols <= kSoftmaxMaxCols) return softmax(in, out, rows, cols, opt);
+  const std::int64_t splits = (cols + kSoftmaxMaxCols - 1) / kSoftmaxMaxCols;
+  // Pieces of a multiple of 8 columns keep every piece's start 16-byte aligned (for 2-byte elements).
+  const std::int64_t chunk = ((cols + splits - 1) / splits + 7) / 8 * 8;
+  if (rows * splits > 2147483647)
+    throw std::invalid_argument("tilefuse softmax_cluster: rows x splits = " + std::to_string(rows * splits) +
+                                " exceeds 2^31-1 programs");
+  with_block<kSoftmaxMaxCols>(chunk, [&]<int BLOCK>() {
+    softmax_cluster_kernel<T, BLOCK>(static_cast<int>(splits))
+        .launch(LaunchConfig({rows * splits}, opt.backend, opt.stream), in, out, cols, cols, chunk, splits);
+  });
+}
+
 /// Most splits of one row the split-row softmax supports (the combine kernel holds them as one tile).
 inline constexpr std::int64_t kSoftmaxMaxSplits = 1024;
 

@@ -79,6 +79,23 @@ __device__ __forceinline__ float tf_rand(unsigned long long seed, long long offs
 }
 )";
 
+// Emitted only into kernels with cluster reductions (sm_90 thread-block clusters): a barrier over the
+// cluster's blocks, and a read of the same shared variable in another block of the cluster (distributed
+// shared memory: mapa gives that block's address of it).
+constexpr const char* kClusterPrelude = R"(// ---- tilefuse thread-block cluster ----
+__device__ __forceinline__ void tf_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ float tf_cluster_read(const float* slot, unsigned rank) {
+  unsigned local, remote;
+  float v;
+  asm volatile("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }" : "=r"(local) : "l"(slot));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+)";
+
 // Register type of a value's elements.
 std::string reg_type(const ir::ValueType& t) {
   if (t.pointer) {
@@ -190,6 +207,9 @@ class Emitter {
     bool random = false;
     ir::walk(fn_.body, [&](const ir::Instr& in) { random = random || in.op == Op::rand; });
     if (random) os_ << kRandPrelude << "\n";
+    bool cluster = false;
+    ir::walk(fn_.body, [&](const ir::Instr& in) { cluster = cluster || ir::is_cluster_reduction(in.op); });
+    if (cluster && opt_.cluster_size > 1) os_ << kClusterPrelude << "\n";
     signature();
     if (packed_) {
       // Warp w of the block runs program blockIdx.x * P + w; the grid's last block may hold fewer programs.
@@ -249,7 +269,9 @@ class Emitter {
     if (opt_.min_programs_per_sm > 0)
       os_ << ", " << std::max(1, std::min({32, 2048 / (threads_ * opt_.programs_per_block),  // what an SM can hold
                                              (opt_.min_programs_per_sm + opt_.programs_per_block - 1) / opt_.programs_per_block}));
-    os_ << ") " << kernel_symbol(fn_) << "(";
+    os_ << ") ";
+    if (opt_.cluster_size > 1) os_ << "__cluster_dims__(" << opt_.cluster_size << ", 1, 1) ";
+    os_ << kernel_symbol(fn_) << "(";
     for (std::size_t i = 0; i < fn_.params.size(); ++i) {
       const auto& p = fn_.params[i];
       std::string type = reg_type(p.type);
@@ -276,7 +298,11 @@ class Emitter {
     return t.rank == 1 && layout(t).n < threads_ ? "live" + std::to_string(t.dims[0]) : "";
   }
 
-  std::string v(ir::ValueId id) const { return "v" + std::to_string(id); }
+  std::string v(ir::ValueId id) const {
+    std::string name = "v";  // (appending: GCC 12 warns falsely about "v" + std::to_string)
+    name += std::to_string(id);
+    return name;
+  }
   // Operand as seen inside the element loop.
   std::string at(ir::ValueId id) const { return fn_.values[id].rank == 0 ? v(id) : v(id) + "[e]"; }
 
@@ -411,7 +437,32 @@ class Emitter {
       case Op::reduce_min:
       case Op::reduce_sum: reduce(in); break;
       case Op::loop: loop(in); break;
+      case Op::cluster_max:
+      case Op::cluster_sum: cluster_reduce(in); break;
     }
+  }
+
+  // Every thread holds the program's scalar; thread 0 publishes it in a shared slot, and after a cluster
+  // barrier every thread combines the slots of all blocks in rank order (as the interpreter does). The
+  // second barrier keeps each block (and its shared memory) alive until all have read it.
+  void cluster_reduce(const ir::Instr& in) {
+    const std::string r = v(in.result), x = v(in.args[0]);
+    const int C = opt_.cluster_size;
+    if (C <= 1) {
+      os_ << "  const float " << r << " = " << x << ";  // a cluster of one program\n";
+      return;
+    }
+    const std::string slot = "tf_cluster" + std::to_string(in.result);
+    const bool max = in.op == Op::cluster_max;
+    os_ << "  float " << r << ";\n  {\n";
+    os_ << "    __shared__ float " << slot << ";\n";
+    os_ << "    if (tid == 0) " << slot << " = " << x << ";\n";
+    os_ << "    tf_cluster_sync();\n";
+    os_ << "    float acc = tf_cluster_read(&" << slot << ", 0u);\n";
+    os_ << "#pragma unroll\n    for (unsigned rank = 1; rank < " << C << "u; ++rank) acc = "
+        << (max ? "fmaxf(acc, tf_cluster_read(&" + slot + ", rank))" : "acc + tf_cluster_read(&" + slot + ", rank)") << ";\n";
+    os_ << "    tf_cluster_sync();\n";
+    os_ << "    " << r << " = acc;\n  }\n";
   }
 
   static std::string cast_expr(DType from, DType to, const std::string& x) {

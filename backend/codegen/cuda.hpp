@@ -19,6 +19,8 @@ struct Options {
   /// Programs per SM the register allocation must allow (becomes __launch_bounds__'s minimum blocks, up
   /// to 32); 0: none.
   int min_programs_per_sm = 0;
+  /// Programs (thread blocks) per cluster along axis 0, for cluster reductions; 1: no clusters.
+  int cluster_size = 1;
 };
 
 /// The extern "C" symbol of the kernel generated for `fn`.

@@ -54,10 +54,27 @@ class Program {
   Program(const ir::Function& fn, std::span<const HostArg> args) : fn_(fn), args_(args), vals_(fn.values.size()) {}
 
   void run(std::int64_t px, std::int64_t py, std::int64_t pz, std::int64_t gx, std::int64_t gy, std::int64_t gz) {
-    pid_[0] = px, pid_[1] = py, pid_[2] = pz;
-    grid_[0] = gx, grid_[1] = gy, grid_[2] = gz;
+    start(px, py, pz, gx, gy, gz);
     run_block(fn_.body);
   }
+
+  /// Sets the program id and grid for a run in steps (run_until_cluster_op).
+  void start(std::int64_t px, std::int64_t py, std::int64_t pz, std::int64_t gx, std::int64_t gy, std::int64_t gz) {
+    pid_[0] = px, pid_[1] = py, pid_[2] = pz;
+    grid_[0] = gx, grid_[1] = gy, grid_[2] = gz;
+  }
+
+  /// Runs top-level instructions from `pc` up to the next cluster reduction (left for the caller, which
+  /// needs every program of the cluster there) or the end; returns where it stopped.
+  std::size_t run_until_cluster_op(std::size_t pc) {
+    for (; pc < fn_.body.size() && !ir::is_cluster_reduction(fn_.body[pc].op); ++pc) step(fn_.body[pc]);
+    return pc;
+  }
+
+  /// The operand of the cluster reduction `in` in this program.
+  float cluster_operand(const ir::Instr& in) const { return static_cast<float>(vals_[in.args[0]].f[0]); }
+  /// Sets the result of the cluster reduction `in` in this program.
+  void set_cluster_result(const ir::Instr& in, float v) { make(in).f[0] = v; }
 
  private:
   [[noreturn]] void fail(const ir::Instr& in, const std::string& why) const {
@@ -371,14 +388,52 @@ class Program {
 
 }  // namespace
 
-void run(const ir::Function& fn, std::int64_t gx, std::int64_t gy, std::int64_t gz, std::span<const HostArg> args) {
+void run(const ir::Function& fn, std::int64_t gx, std::int64_t gy, std::int64_t gz, std::span<const HostArg> args,
+         int cluster_size) {
   if (args.size() != fn.params.size())
     throw InterpreterError("tilefuse interpreter: kernel '" + fn.name + "' takes " + std::to_string(fn.params.size()) +
                            " arguments, got " + std::to_string(args.size()));
-  Program p(fn, args);
+  const bool clustered = std::any_of(fn.body.begin(), fn.body.end(), [](const ir::Instr& in) { return ir::is_cluster_reduction(in.op); });
+  if (!clustered || cluster_size <= 1) {
+    Program p(fn, args);
+    for (std::int64_t z = 0; z < gz; ++z)
+      for (std::int64_t y = 0; y < gy; ++y)
+        for (std::int64_t x = 0; x < gx; ++x) {
+          if (!clustered) {
+            p.run(x, y, z, gx, gy, gz);
+            continue;
+          }
+          p.start(x, y, z, gx, gy, gz);  // a cluster of one program: each reduction gives its operand
+          for (std::size_t pc = p.run_until_cluster_op(0); pc < fn.body.size(); pc = p.run_until_cluster_op(pc + 1))
+            p.set_cluster_result(fn.body[pc], p.cluster_operand(fn.body[pc]));
+        }
+    return;
+  }
+  if (gx % cluster_size != 0)
+    throw InterpreterError("tilefuse interpreter: kernel '" + fn.name + "': grid x = " + std::to_string(gx) +
+                           " is not a multiple of the cluster size " + std::to_string(cluster_size));
+  // The programs of one cluster run in lockstep between cluster reductions (which are top-level, so every
+  // program stops at the same ones): each reduction combines the operands in rank order, as the GPU does.
+  std::vector<Program> cluster;
+  for (int k = 0; k < cluster_size; ++k) cluster.emplace_back(fn, args);
   for (std::int64_t z = 0; z < gz; ++z)
     for (std::int64_t y = 0; y < gy; ++y)
-      for (std::int64_t x = 0; x < gx; ++x) p.run(x, y, z, gx, gy, gz);
+      for (std::int64_t x0 = 0; x0 < gx; x0 += cluster_size) {
+        for (int k = 0; k < cluster_size; ++k) cluster[k].start(x0 + k, y, z, gx, gy, gz);
+        for (std::size_t pc = 0;; ++pc) {
+          std::size_t stop = pc;
+          for (auto& p : cluster) stop = p.run_until_cluster_op(pc);
+          if (stop >= fn.body.size()) break;
+          const ir::Instr& in = fn.body[stop];
+          float acc = cluster[0].cluster_operand(in);
+          for (int k = 1; k < cluster_size; ++k) {
+            const float v = cluster[k].cluster_operand(in);
+            acc = in.op == ir::Op::cluster_max ? std::fmax(acc, v) : acc + v;
+          }
+          for (auto& p : cluster) p.set_cluster_result(in, acc);
+          pc = stop;
+        }
+      }
 }
 
 }  // namespace tilefuse::interp

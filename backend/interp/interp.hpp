@@ -26,8 +26,9 @@ class InterpreterError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Runs `fn` for every program of the grid (x fastest), in order.
+/// Runs `fn` for every program of the grid (x fastest), in order; with cluster reductions, the
+/// `cluster_size` programs of each cluster along x in lockstep between them.
 void run(const ir::Function& fn, std::int64_t grid_x, std::int64_t grid_y, std::int64_t grid_z,
-         std::span<const HostArg> args);
+         std::span<const HostArg> args, int cluster_size = 1);
 
 }  // namespace tilefuse::interp

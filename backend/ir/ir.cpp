@@ -95,11 +95,18 @@ const char* op_name(Op op) {
     case Op::reduce_min: return "min";
     case Op::reduce_sum: return "sum";
     case Op::loop: return "loop";
+    case Op::cluster_max: return "cluster_max";
+    case Op::cluster_sum: return "cluster_sum";
   }
   return "?";
 }
 
-bool is_pure(Op op) { return op != Op::load && op != Op::store && op != Op::param && op != Op::loop; }
+bool is_pure(Op op) {
+  // A cluster reduction is a barrier every program of the cluster must reach: never merged or dropped.
+  return op != Op::load && op != Op::store && op != Op::param && op != Op::loop && !is_cluster_reduction(op);
+}
+
+bool is_cluster_reduction(Op op) { return op == Op::cluster_max || op == Op::cluster_sum; }
 
 bool is_reduction(Op op) { return op == Op::reduce_max || op == Op::reduce_min || op == Op::reduce_sum; }
 
@@ -193,6 +200,7 @@ std::string print(const Function& fn) {
 void verify(const Function& fn) {
   std::vector<bool> defined(fn.values.size(), false);
   std::function<void(const std::vector<Instr>&)> verify_block;
+  int loop_depth = 0;
   auto fail = [&](const Instr& in, const std::string& why) {
     throw std::logic_error("tilefuse IR verifier: function '" + fn.name + "', instruction '" + print(fn, in) +
                            "': " + why);
@@ -224,7 +232,9 @@ void verify(const Function& fn) {
       for (std::size_t k = 0; k < carried; ++k)
         if (!(fn.values[in.block_args[k + 1]] == fn.values[in.args[k + 3]]) || !(fn.values[in.results[k]] == fn.values[in.args[k + 3]]))
           fail(in, "carried value " + std::to_string(k) + " changes type");
+      ++loop_depth;
       verify_block(in.body);
+      --loop_depth;
       for (std::size_t k = 0; k < carried; ++k) {
         use(in, in.yields[k]);
         if (!(fn.values[in.yields[k]] == fn.values[in.args[k + 3]])) fail(in, "yielded value " + std::to_string(k) + " changes type");
@@ -330,6 +340,12 @@ void verify(const Function& fn) {
         need_args(1, 1);
         if (arg(0).rank != 1 || r->rank != 0 || arg(0).dtype != r->dtype || r->pointer)
           fail(in, "reductions take a 1D tile to a scalar of its dtype");
+        break;
+      case Op::cluster_max: case Op::cluster_sum:
+        need_args(1, 1);
+        if (!(arg(0) == ValueType{DType::f32, false, 0, {1, 1}}) || !(*r == arg(0)))
+          fail(in, "cluster reductions take and give an f32 scalar");
+        if (loop_depth > 0) fail(in, "cluster reductions cannot be inside a loop (every program must reach each one)");
         break;
       case Op::loop:
         break;  // handled above

@@ -59,6 +59,7 @@ enum class Op : std::uint8_t {
   reduce_max, reduce_min, reduce_sum,  ///< (tile) reduced to a scalar
   loop,          ///< (lo, hi, step, init...): runs `body` for iv = lo, lo + step, ... < hi, carrying values
   rand,          ///< (seed, offsets): f32 uniform in [0, 1) from Philox4x32-10 keyed by seed, counter offsets
+  cluster_max, cluster_sum,  ///< (f32 scalar) combined over the programs of a thread-block cluster
 };
 
 /// Name of an op as the printer spells it.
@@ -67,6 +68,8 @@ const char* op_name(Op op);
 bool is_pure(Op op);
 /// True for the reductions.
 bool is_reduction(Op op);
+/// True for the reductions across a cluster's programs (every program of the cluster must reach them).
+bool is_cluster_reduction(Op op);
 
 /// Index of an SSA value in Function::values; -1 means none.
 using ValueId = int;

@@ -81,6 +81,9 @@ Program::Program(ir::Function traced, KernelOptions options) : options_(std::mov
   if (options_.num_warps < 1 || options_.num_warps > 32 || (options_.num_warps & (options_.num_warps - 1)))
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': num_warps must be a power of two from 1 to 32, got " +
                                 std::to_string(options_.num_warps));
+  if (options_.cluster_size < 1 || options_.cluster_size > 8)
+    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': cluster_size must be from 1 to 8, got " +
+                                std::to_string(options_.cluster_size));
   if (options_.min_programs_per_sm < 0 || options_.min_programs_per_sm > 2048)
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': min_programs_per_sm must be from 0 to 2048, got " +
                                 std::to_string(options_.min_programs_per_sm));
@@ -93,7 +96,8 @@ Specialization Program::default_specialization() const {
 }
 
 std::string Program::cuda_source(const Specialization& spec) const {
-  return codegen::cuda_source(fn_, codegen::Options{options_.num_warps, spec.divisibility, spec.programs_per_block, options_.min_programs_per_sm});
+  return codegen::cuda_source(fn_, codegen::Options{options_.num_warps, spec.divisibility, spec.programs_per_block, options_.min_programs_per_sm,
+                                                    options_.cluster_size});
 }
 
 CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const {
@@ -128,6 +132,9 @@ void Program::launch(const LaunchConfig& config, std::span<const Arg> args) {
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': grid (" + std::to_string(g.x) + ", " +
                                 std::to_string(g.y) + ", " + std::to_string(g.z) +
                                 ") is outside 1..2^31-1 programs along x and 1..65535 along y and z");
+  if (g.x % options_.cluster_size != 0)
+    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': grid x = " + std::to_string(g.x) +
+                                " is not a multiple of its cluster size " + std::to_string(options_.cluster_size));
   for (std::size_t i = 0; i < args.size(); ++i) {
     const ir::ValueType& t = fn_.params[i].type;
     const Arg& a = args[i];
@@ -170,7 +177,7 @@ void Program::launch_interpreter(const LaunchConfig& config, std::span<const Arg
       case Arg::Kind::f32: h.f = a.f32; break;
     }
   }
-  interp::run(fn_, config.grid.x, config.grid.y, config.grid.z, host);
+  interp::run(fn_, config.grid.x, config.grid.y, config.grid.z, host, options_.cluster_size);
   for (std::size_t i = 0; i < args.size(); ++i)
     if (args[i].kind == Arg::Kind::device_memory)
       driver::copy_to_device(args[i].device, staging[i].data(), staging[i].size());
@@ -181,7 +188,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
   Specialization spec;
   spec.divisibility.resize(args.size());
   // One-warp programs on a large grid: 8 per block, so an SM holds 64 of them rather than its 32-block limit.
-  if (options_.num_warps == 1 && config.grid.x >= 4096) spec.programs_per_block = 8;
+  if (options_.num_warps == 1 && options_.cluster_size == 1 && config.grid.x >= 4096) spec.programs_per_block = 8;
   void* params[65];
   if (args.size() > 64) throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "' has more than 64 parameters");
   for (std::size_t i = 0; i < args.size(); ++i) {

@@ -21,6 +21,9 @@ struct KernelOptions {
   /// Programs the compiler must fit on one SM at once (it becomes __launch_bounds__'s minimum blocks):
   /// caps registers per thread so that memory-bound kernels keep enough rows in flight; 0 leaves it to ptxas.
   int min_programs_per_sm = 0;
+  /// Programs along axis 0 that run together as one thread-block cluster and share tl::cluster_max and
+  /// tl::cluster_sum (1 to 8; 1: no clusters). The grid's axis 0 must be a multiple of it.
+  int cluster_size = 1;
 };
 
 /// What is known about each argument at compile time: the power of two that divides an integer argument

@@ -261,14 +261,17 @@ TEST_F(Gpu, LayerNormLoopedWideRows) {
 }
 
 template <class H>
-void check_softmax_looped(std::int64_t rows, std::int64_t cols, bool automatic = false) {
+// `variant`: 0 softmax_looped, 1 softmax_auto, 2 softmax_cluster.
+void check_softmax_looped(std::int64_t rows, std::int64_t cols, int variant = 0) {
   const auto seed = std::random_device{}();
-  SCOPED_TRACE(std::string(automatic ? "softmax_auto " : "softmax_looped ") + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const char* names[] = {"softmax_looped ", "softmax_auto ", "softmax_cluster "};
+  SCOPED_TRACE(std::string(names[variant]) + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, 0.f, 3.f);
   DeviceBuffer<H> x(hx), y(n);
   y.fill_bytes(0xff);
-  if (automatic) kernels::softmax_auto(x, y, rows, cols, {Backend::gpu});
+  if (variant == 1) kernels::softmax_auto(x, y, rows, cols, {Backend::gpu});
+  else if (variant == 2) kernels::softmax_cluster(x, y, rows, cols, {Backend::gpu});
   else kernels::softmax_looped(x, y, rows, cols, {Backend::gpu});
   const auto gpu = y.download();
   const auto ref = reference::softmax<H>(hx, rows, cols);
@@ -276,7 +279,8 @@ void check_softmax_looped(std::int64_t rows, std::int64_t cols, bool automatic =
   EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
   EXPECT_LE(reference::worst_element<H>(gpu, ref, 1e-7, 4 * tol), 1.0);
   std::vector<H> interp(n, reference::from_float<H>(std::nanf("")));
-  kernels::softmax_looped(hx, interp, rows, cols, {Backend::interpreter});
+  if (variant == 2) kernels::softmax_cluster(hx, interp, rows, cols, {Backend::interpreter});
+  else kernels::softmax_looped(hx, interp, rows, cols, {Backend::interpreter});
   std::vector<double> interp_d(n);
   for (std::size_t i = 0; i < n; ++i) interp_d[i] = reference::to_float(interp[i]);
   EXPECT_LE(reference::worst_element<H>(gpu, interp_d, 1e-7, 2 * tol), 1.0);
@@ -309,11 +313,18 @@ TEST_F(Gpu, SplitRowSoftmax) {
 TEST_F(Gpu, AutomaticRowVariantsAtTheOneProgramLimit) {
   // 16384 columns: the one-program kernels; 16385 and wider: the looped ones.
   for (std::int64_t cols : {1000, 16384, 16385, 70000}) {
-    check_softmax_looped<float>(5, cols, true);
-    check_softmax_looped<bfloat16>(3, cols, true);
+    check_softmax_looped<float>(5, cols, 1);
+    check_softmax_looped<bfloat16>(3, cols, 1);
     check_layernorm<float>(5, cols, 0.f, NormVariant::automatic);
     check_layernorm<half>(3, cols, 0.f, NormVariant::automatic);
   }
+}
+
+TEST_F(Gpu, ClusterSoftmaxReadsOnce) {
+  // Rows over clusters of 2 to 8 programs exchanging max and sum through distributed shared memory.
+  for (std::int64_t cols : {100, 16385, 50001, 70000, 131072}) check_softmax_looped<float>(6, cols, 2);
+  check_softmax_looped<bfloat16>(64, 131072, 2);
+  check_softmax_looped<half>(9, 40000, 2);
 }
 
 TEST_F(Gpu, LoopedSoftmaxWideRows) {

@@ -229,3 +229,105 @@ TEST(Loops, SplitRowKernelsCompileWithoutSpills) {
     EXPECT_EQ(info.stack_bytes, 0) << info.ptxas_log;
   }
 }
+
+namespace {
+template <class H>
+void check_cluster(std::int64_t rows, std::int64_t cols) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("softmax_cluster " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  auto x = reference::random_vector<H>(rows * cols, seed, 0.f, 3.f);
+  std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
+  kernels::softmax_cluster(x, y, rows, cols, {Backend::interpreter});
+  const auto ref = reference::softmax<H>(x, rows, cols);
+  EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
+  EXPECT_LE(reference::worst_element<H>(y, ref, 1e-7, 4 * reference::tolerance<H>()), 1.0);
+}
+
+// A program that sums one tile per program and then over its cluster, for the cluster checks below.
+void cluster_total_program(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out) {
+  auto pid = tl::program_id(0);
+  auto total = tl::cluster_sum(tl::sum(tl::load(in + pid * 32 + tl::arange<32>())));
+  auto top = tl::cluster_max(tl::max(tl::load(in + pid * 32 + tl::arange<32>())));
+  tl::store(out + pid * 2, total);
+  tl::store(out + pid * 2 + 1, top);
+}
+
+void cluster_in_loop_program(tl::Ptr<tl::f32> out) {
+  auto [s] = tl::for_range(0, 4, 1, std::tuple{tl::scalar<tl::f32>(0.0)}, [&](auto, auto acc) {
+    return std::tuple{acc + tl::cluster_sum(tl::scalar<tl::f32>(1.0))};
+  });
+  tl::store(out, s);
+}
+
+std::size_t occurrences_of(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST(Cluster, SoftmaxReadOnceMatchesFloat64) {
+  check_cluster<float>(3, 100);      // one program per row: the one-program kernel
+  check_cluster<float>(3, 16385);    // two programs per row, pieces of 8200 (the last one shorter)
+  check_cluster<float>(2, 50001);    // four programs, a ragged last piece
+  check_cluster<half>(2, 70000);     // five programs: cluster sizes need not be powers of two
+  check_cluster<bfloat16>(2, 131072);
+}
+
+TEST(Cluster, ReductionsCombineTheClustersPrograms) {
+  Kernel<&cluster_total_program> k("cluster_total", KernelOptions{1, {"in", "out"}, 0, 4});
+  std::vector<float> in(8 * 32), out(16, std::nanf(""));
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 32 + (i / 32) * 100);
+  k.launch({{8}, Backend::interpreter}, in, out);
+  for (int pid = 0; pid < 8; ++pid) {
+    const int first = pid / 4 * 4;
+    double sum = 0;
+    for (int p = first; p < first + 4; ++p) sum += 32 * 100.0 * p + 496;
+    EXPECT_EQ(out[2 * pid], static_cast<float>(sum)) << "program " << pid;
+    EXPECT_EQ(out[2 * pid + 1], static_cast<float>(31 + 100 * (first + 3))) << "program " << pid;
+  }
+  // A grid that is not a multiple of the cluster is refused, naming the kernel.
+  try {
+    k.launch({{6}, Backend::interpreter}, in, out);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 'cluster_total': grid x = 6 is not a multiple of its cluster size 4"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_THROW((Kernel<&cluster_total_program>("cluster_total", KernelOptions{1, {"in", "out"}, 0, 9})), std::invalid_argument);
+}
+
+TEST(Cluster, GeneratedCodeUsesClusterBarriersAndDistributedSharedMemory) {
+  Kernel<&cluster_total_program> k("cluster_total", KernelOptions{1, {"in", "out"}, 0, 4});
+  const std::string src = k.program().cuda_source(k.program().default_specialization());
+  EXPECT_NE(src.find("__cluster_dims__(4, 1, 1)"), std::string::npos) << src;
+  EXPECT_NE(src.find("mapa.shared::cluster.u32"), std::string::npos) << src;
+  EXPECT_EQ(occurrences_of(src, "tf_cluster_sync();"), 4u) << src;  // two per reduction
+  // sm_90 compiles it (the PTX of mapa, ld.shared::cluster and barrier.cluster is accepted), no spills.
+  const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+  std::vector<float> x(16385), y(16385);
+  kernels::softmax_cluster(x, y, 1, 16385, {Backend::interpreter});  // makes the kernel
+  for (Program* p : {&kernels::softmax_cluster_kernel<tl::bf16, 16384>(8).program(),
+                     &kernels::softmax_cluster_kernel<tl::f32, 16384>(2).program()}) {
+    const auto c = p->compile(p->default_specialization(), "sm_90");
+    EXPECT_EQ(c.spill_bytes, 0) << c.ptxas_log;
+    EXPECT_EQ(c.stack_bytes, 0) << c.ptxas_log;
+  }
+}
+
+TEST(Cluster, ReductionsInsideLoopsAreRejected) {
+  // The verifier refuses it when the program is built (programs whose loops run different trip counts
+  // would wait at the cluster barrier for ever).
+  EXPECT_THROW((Kernel<&cluster_in_loop_program>("cluster_in_loop", KernelOptions{1, {"out"}, 0, 2})), std::logic_error);
+}
+
+TEST(Cluster, SoftmaxRefusesRowsWiderThanEightPrograms) {
+  std::vector<float> x(131073), y(131073);
+  try {
+    kernels::softmax_cluster(x, y, 1, 131073, {Backend::interpreter});
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds the cluster limit of 131072"), std::string::npos) << e.what();
+  }
+}
