@@ -178,7 +178,8 @@ void softmax_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols,
 }
 
 // LayerNorm (kind "layernorm") or RMSNorm ("rmsnorm") over rows x cols, against a copy of x's bytes; for
-// LayerNorm, `splits` picks the kernel: -1 one program per row, 0 looped, above 0 split-row.
+// LayerNorm, `splits` picks the kernel: -1 one program per row, 0 looped, above 0 split-row, below -1 a
+// cluster of -splits programs.
 template <class H>
 void norm_rows(benchmark::State& state, const char* kind, std::int64_t rows, std::int64_t cols, const char* dtype,
                std::int64_t splits) {
@@ -195,6 +196,7 @@ void norm_rows(benchmark::State& state, const char* kind, std::int64_t rows, std
   auto run = [&](int s) {
     if (!layer) kernels::rmsnorm(rc.xs[s], w, rc.ys[s], rows, cols, 1e-6f, rc.opt);
     else if (splits > 0) kernels::layernorm_split(rc.xs[s], w, b, rc.ys[s], stats, scratch, rows, cols, splits, 1e-5f, rc.opt);
+    else if (splits < -1) kernels::layernorm_cluster(rc.xs[s], w, b, rc.ys[s], stats, rows, cols, 1e-5f, rc.opt, -splits);
     else if (splits == 0) kernels::layernorm_looped(rc.xs[s], w, b, rc.ys[s], stats, rows, cols, 1e-5f, rc.opt);
     else kernels::layernorm(rc.xs[s], w, b, rc.ys[s], stats, rows, cols, 1e-5f, rc.opt);
   };
@@ -218,6 +220,7 @@ void norm_rows(benchmark::State& state, const char* kind, std::int64_t rows, std
   char note[96], impl[64];
   std::snprintf(note, sizeof note, "%srel err %.1e vs float64", splits >= 0 ? "reads the row twice (1.5x the bytes); " : "", err);
   if (!layer) std::snprintf(impl, sizeof impl, "tilefuse, one program per row");
+  else if (splits < -1) std::snprintf(impl, sizeof impl, "tilefuse cluster of %lld, two-pass, read once", static_cast<long long>(-splits));
   else if (splits > 0) std::snprintf(impl, sizeof impl, "tilefuse split-row (%lld per row, 2 kernels)", static_cast<long long>(splits));
   else if (splits == 0) std::snprintf(impl, sizeof impl, "tilefuse looped, one program per row");
   else std::snprintf(impl, sizeof impl, "tilefuse two-pass, one program per row");
@@ -408,17 +411,19 @@ int main(int argc, char** argv) {
                   : benchmark::RegisterBenchmark(name.c_str(), [s](benchmark::State& st) { softmax_wide_rows<float>(st, s.rows, s.cols, s.dtype, s.splits); });
     b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
   }
-  // splits: -1 one program per row, 0 looped, above 0 split-row
+  // splits: -1 one program per row, 0 looped, above 0 split-row, below -1 a cluster of -splits programs
   struct Norm { const char* kind; std::int64_t rows, cols; const char* dtype; std::int64_t splits = -1; };
   std::vector<Norm> norms = {{"layernorm", 4096, 4096, "f32"},  {"layernorm", 8192, 8192, "bf16"},
                              {"layernorm", 32768, 1024, "f16"}, {"layernorm", 4096, 12288, "bf16"},
                              {"layernorm", 16384, 768, "f32"},  {"rmsnorm", 32768, 4096, "bf16"},
                              {"layernorm", 4096, 12288, "bf16", 0}, {"layernorm", 4096, 12288, "bf16", 3},
-                             {"layernorm", 256, 131072, "bf16", 0}, {"layernorm", 256, 131072, "bf16", 8}};
+                             {"layernorm", 256, 131072, "bf16", 0}, {"layernorm", 256, 131072, "bf16", 8},
+                             {"layernorm", 4096, 12288, "bf16", -3}, {"layernorm", 256, 131072, "bf16", -8}};
   if (g_smoke) norms = {{"layernorm", 256, 1000, "f32"}, {"rmsnorm", 128, 4096, "bf16"}, {"layernorm", 8, 20000, "f32", 0},
-                        {"layernorm", 8, 20000, "f32", 3}};
+                        {"layernorm", 8, 20000, "f32", 3}, {"layernorm", 8, 20000, "f32", -2}};
   for (const auto& m : norms) {
-    const std::string variant = m.splits < 0 ? "" : m.splits == 0 ? "_looped" : "_split" + std::to_string(m.splits);
+    const std::string variant = m.splits == -1 ? "" : m.splits < -1 ? "_cluster" + std::to_string(-m.splits)
+                              : m.splits == 0 ? "_looped" : "_split" + std::to_string(m.splits);
     const std::string name = std::string(m.kind) + variant + "/" + std::to_string(m.rows) + "x" + std::to_string(m.cols) + "/" + m.dtype;
     const std::string dt = m.dtype;
     benchmark::internal::Benchmark* b =

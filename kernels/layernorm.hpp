@@ -313,6 +313,81 @@ void layernorm_split(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, No
   });
 }
 
+/// LayerNorm of rows split over a thread-block cluster, read once and two-pass in registers: program pid
+/// holds columns [start, start + chunk) of row pid / splits; the mean comes from tl::cluster_sum of the
+/// shifted sums, then the variance from the cluster sum of the centered squares. Masked lanes load the
+/// shift (so they add 0 to the first sum) and add mean^2 each to the second, which is taken back out:
+/// no per-element mask beyond the loads and stores.
+template <class T, int BLOCK>
+void layernorm_cluster_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                               tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                               tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::f32> eps) {
+  auto pid = tl::program_id(0);
+  auto row = pid / splits;
+  auto start = (pid % splits) * chunk;
+  auto valid = tl::maximum(tl::minimum(chunk, n - start), 0);
+  auto lane = tl::arange<BLOCK>();
+  auto mask = lane < valid;  // one bound: a run is tested at its last lane
+  auto base = row * stride + start;
+  auto shift = tl::load(x + row * stride);
+  auto xs = tl::cast<tl::f32>(tl::load(x + base + lane, mask, shift)) - tl::cast<tl::f32>(shift);
+  auto count = tl::cast<tl::f32>(n);
+  auto mean_shifted = tl::cluster_sum(tl::sum(xs)) / count;
+  auto centered = xs - mean_shifted;
+  auto idle = tl::cast<tl::f32>(BLOCK - valid);  // masked lanes, each holding -mean_shifted
+  auto m2 = tl::cluster_sum(tl::sum(centered * centered) - idle * mean_shifted * mean_shifted);
+  auto rstd = 1.0 / tl::sqrt(tl::maximum(m2, 0.0) / count + eps);
+  auto wv = tl::cast<tl::f32>(tl::load(w + start + lane, mask));
+  auto bv = tl::cast<tl::f32>(tl::load(b + start + lane, mask));
+  tl::store(y + base + lane, tl::cast<T>(centered * rstd * wv + bv), mask);
+  auto first = pid % splits == 0;
+  tl::store(mean_out + row, tl::cast<tl::f32>(shift) + mean_shifted, first);
+  tl::store(rstd_out + row, rstd, first);
+}
+
+/// Widest row the cluster LayerNorm takes: 8 programs of 16384 columns.
+inline constexpr std::int64_t kNormClusterMaxCols = 8 * kNormMaxCols;
+
+/// LayerNorm for rows up to 131072 columns, each read once and normalized two-pass in registers: the
+/// row is split over a thread-block cluster of `splits` programs (sm_90; 0: the fewest that hold it, at
+/// most 16384 columns each), which combine their sums through distributed shared memory. Same arguments
+/// and results as layernorm().
+template <class Buf, class F32Buf>
+void layernorm_cluster(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
+                       float eps = 1e-5f, const RowOptions& opt = {}, std::int64_t splits = 0) {
+  using T = tl::dtype_of_host_t<element_of_t<Buf>>;
+  static_assert(tl::is_float_tag<T>, "tilefuse layernorm_cluster: elements must be float, half or bfloat16.");
+  static_assert(std::is_same_v<element_of_t<F32Buf>, float>, "tilefuse layernorm_cluster: mean and rstd are float buffers.");
+  detail::check_layernorm_args("layernorm_cluster", x, w, b, y, stats, rows, cols);
+  if (cols > kNormClusterMaxCols)
+    throw std::invalid_argument("tilefuse layernorm_cluster: cols = " + std::to_string(cols) + " exceeds the cluster limit of " +
+                                std::to_string(kNormClusterMaxCols) + " elements (kernels::layernorm_looped takes any width)");
+  if (splits == 0) splits = (cols + kNormMaxCols - 1) / kNormMaxCols;
+  const std::int64_t chunk = ((cols + splits - 1) / splits + 7) / 8 * 8;  // 16-byte aligned pieces
+  if (splits < 1 || splits > 8 || chunk > kNormMaxCols)
+    throw std::invalid_argument("tilefuse layernorm_cluster: argument splits: expected 0 (automatic) or 1 to 8 with at most " +
+                                std::to_string(kNormMaxCols) + " columns each, got " + std::to_string(splits) + " for " +
+                                std::to_string(cols) + " columns");
+  if (rows * splits > 2147483647)
+    throw std::invalid_argument("tilefuse layernorm_cluster: rows x splits = " + std::to_string(rows * splits) +
+                                " exceeds 2^31-1 programs");
+  with_block<kNormMaxCols>(chunk, [&]<int BLOCK>() {
+    static std::mutex mutex;
+    static std::map<std::int64_t, std::unique_ptr<Kernel<&layernorm_cluster_program<T, BLOCK>>>> kernels;
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto& k = kernels[splits];
+    if (!k) {
+      KernelOptions o = row_kernel_options(element_bytes_of<T>(), BLOCK,
+                                           {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "chunk", "splits", "eps"});
+      o.cluster_size = static_cast<int>(splits);
+      k = std::make_unique<Kernel<&layernorm_cluster_program<T, BLOCK>>>(
+          "layernorm_cluster" + std::to_string(splits) + "_" + std::to_string(BLOCK), o);
+    }
+    k->launch(LaunchConfig({rows * splits}, opt.backend, opt.stream), x, w, b, y, stats.mean, stats.rstd, cols, cols,
+              chunk, splits, eps);
+  });
+}
+
 /// LayerNorm for rows of any width, with the kernel chosen from the width (or by `variant`): layernorm()
 /// where the row fits in registers (up to 16384 columns), layernorm_looped() above.
 template <class Buf, class F32Buf>

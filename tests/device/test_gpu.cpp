@@ -163,14 +163,14 @@ TEST_F(Gpu, InterpreterRunsOnDeviceBuffers) {
 
 // Which LayerNorm entry point a check runs (the looped and split kernels' one-pass shifted variance
 // allows 1e-4 on rstd; layernorm_auto takes the looped kernel above 16384 columns).
-enum class NormVariant { one_program, looped, automatic, split };
+enum class NormVariant { one_program, looped, automatic, split, cluster };
 
 template <class H>
 // mean 1e4: same tolerance. `looped`: the looped kernel, whose one-pass shifted variance allows 1e-4 on rstd.
 void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, NormVariant variant = NormVariant::one_program,
                      std::int64_t splits = 1) {
   const auto seed = std::random_device{}();
-  const char* names[] = {"layernorm ", "layernorm_looped ", "layernorm_auto ", "layernorm_split "};
+  const char* names[] = {"layernorm ", "layernorm_looped ", "layernorm_auto ", "layernorm_split ", "layernorm_cluster "};
   SCOPED_TRACE(std::string(names[static_cast<int>(variant)]) + "splits " + std::to_string(splits) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, mean, 1.f);
@@ -201,6 +201,10 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, Nor
     case NormVariant::split:
       kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, splits, 1e-5f, {Backend::gpu});
       kernels::layernorm_split(hx, hw, hb, interp, istats, iscratch, rows, cols, splits, 1e-5f, {Backend::interpreter});
+      break;
+    case NormVariant::cluster:
+      kernels::layernorm_cluster(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu}, splits);
+      kernels::layernorm_cluster(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter}, splits);
       break;
   }
   const bool looped = variant == NormVariant::looped || variant == NormVariant::split ||
@@ -242,6 +246,14 @@ TEST_F(Gpu, LayerNormAllDtypesAndWidths) {
     check_layernorm<bfloat16>(19, cols);
   }
   check_layernorm<float>(20000, 64);  // one-warp programs packed per block
+}
+
+TEST_F(Gpu, ClusterLayerNormReadsOnce) {
+  check_layernorm<bfloat16>(64, 12288, 0.f, NormVariant::cluster, 3);
+  check_layernorm<float>(7, 20001, 0.f, NormVariant::cluster, 0);
+  check_layernorm<float>(5, 20001, 1e4f, NormVariant::cluster, 3);
+  check_layernorm<half>(4, 50000, 0.f, NormVariant::cluster, 0);
+  check_layernorm<bfloat16>(8, 131072, 0.f, NormVariant::cluster, 0);
 }
 
 TEST_F(Gpu, SplitRowLayerNorm) {

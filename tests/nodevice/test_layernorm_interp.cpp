@@ -14,13 +14,13 @@ namespace {
 
 // Which entry point a check runs: layernorm, layernorm_looped, layernorm_auto (looped above 16384
 // columns) or layernorm_split. The looped and split kernels' one-pass shifted variance allows 1e-4 on rstd.
-enum class Variant { one_program, looped, automatic, split };
+enum class Variant { one_program, looped, automatic, split, cluster };
 
 template <class H>
 void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, float stddev = 1.f,
                      Variant variant = Variant::one_program, std::int64_t splits = 1) {
   const auto seed = std::random_device{}();
-  const char* names[] = {"layernorm ", "layernorm_looped ", "layernorm_auto ", "layernorm_split "};
+  const char* names[] = {"layernorm ", "layernorm_looped ", "layernorm_auto ", "layernorm_split ", "layernorm_cluster "};
   SCOPED_TRACE(std::string(names[static_cast<int>(variant)]) + "splits " + std::to_string(splits) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   auto x = reference::random_vector<H>(rows * cols, seed, mean, stddev);
   auto w = reference::random_vector<H>(cols, seed + 1);
@@ -36,8 +36,11 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, flo
     case Variant::split:
       kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, splits, 1e-5f, {Backend::interpreter});
       break;
+    case Variant::cluster:
+      kernels::layernorm_cluster(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter}, splits);
+      break;
   }
-  const bool looped = variant == Variant::looped || variant == Variant::split ||
+  const bool looped = variant == Variant::looped || variant == Variant::split ||  // (the cluster kernel is two-pass)
                       (variant == Variant::automatic && cols > kernels::kNormMaxCols);
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
@@ -153,6 +156,19 @@ TEST(LayerNormInterp, SplitRowAnyWidth) {
   check_layernorm<half>(3, 12288, 0.f, 1.f, Variant::split, 3);
 }
 
+TEST(LayerNormInterp, ClusterReadsOnceTwoPass) {
+  check_layernorm<float>(3, 100, 0.f, 1.f, Variant::cluster, 0);        // one program per row
+  check_layernorm<bfloat16>(3, 12288, 0.f, 1.f, Variant::cluster, 3);   // 3 x 4096, no ragged piece
+  check_layernorm<float>(2, 20001, 0.f, 1.f, Variant::cluster, 0);      // 2 pieces, the last one short
+  check_layernorm<float>(2, 20001, 1e4f, 1.f, Variant::cluster, 3);     // large mean: exact like the one-program kernel
+  check_layernorm<half>(2, 50000, 0.f, 1.f, Variant::cluster, 0);       // 4 pieces
+  check_layernorm<bfloat16>(2, 131072, 0.f, 1.f, Variant::cluster, 0);  // 8 pieces
+  std::vector<float> x(200000), w(200000), b(200000), y(200000);
+  kernels::RowStats<std::vector<float>> stats{std::vector<float>(1), std::vector<float>(1)};
+  EXPECT_THROW(kernels::layernorm_cluster(x, w, b, y, stats, 1, 131073, 1e-5f, {Backend::interpreter}), std::invalid_argument);
+  EXPECT_THROW(kernels::layernorm_cluster(x, w, b, y, stats, 1, 40000, 1e-5f, {Backend::interpreter}, 2), std::invalid_argument);
+}
+
 TEST(LayerNormInterp, SplitRowRejectsBadSplits) {
   std::vector<float> x(100), w(100), b(100), y(100);
   kernels::RowStats<std::vector<float>> stats{std::vector<float>(1), std::vector<float>(1)};
@@ -179,7 +195,9 @@ TEST(NormNvrtc, LoopedLayerNormCompilesWithoutSpills) {
   Kernel<&kernels::layernorm_looped_program<tl::bf16, 4096>> bf16("layernorm_looped", {.num_warps = 8});
   Kernel<&kernels::layernorm_partials_program<tl::bf16, 4096>> partials("layernorm_partials", {.num_warps = 8});
   Kernel<&kernels::layernorm_combine_program<tl::bf16, 4096, 1024>> combine("layernorm_combine", {.num_warps = 8});
-  for (Program* p : {&f32.program(), &bf16.program(), &partials.program(), &combine.program()}) {
+  KernelOptions cluster_options{16, {}, 0, 3};
+  Kernel<&kernels::layernorm_cluster_program<tl::bf16, 4096>> cluster("layernorm_cluster", cluster_options);
+  for (Program* p : {&f32.program(), &bf16.program(), &partials.program(), &combine.program(), &cluster.program()}) {
     const auto info = p->compile(p->default_specialization(), "sm_90");
     EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
     EXPECT_EQ(info.stack_bytes, 0) << info.ptxas_log;
