@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstdlib>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -99,6 +100,58 @@ constexpr int element_bytes_of() {
 template <class F> struct row_element_bytes;
 template <class T, class... Rest>
 struct row_element_bytes<void (*)(tl::Ptr<T>, Rest...)> : std::integral_constant<int, element_bytes_of<T>()> {};
+
+/// The kernel of row program Fn (row tile BLOCK, elements of `element_bytes`) for clusters of
+/// `cluster_size` programs: one kernel per cluster size, made (and traced) on first use.
+template <auto Fn, int BLOCK>
+Kernel<Fn>& cluster_kernel(const char* name, int element_bytes, int cluster_size, std::initializer_list<const char*> params) {
+  static std::mutex mutex;
+  static std::map<int, std::unique_ptr<Kernel<Fn>>> kernels;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto& k = kernels[cluster_size];
+  if (!k) {
+    KernelOptions o = row_kernel_options(element_bytes, BLOCK, std::vector<std::string>(params.begin(), params.end()));
+    o.cluster_size = cluster_size;
+    k = std::make_unique<Kernel<Fn>>(std::string(name) + std::to_string(cluster_size) + "_" + std::to_string(BLOCK), o);
+  }
+  return *k;
+}
+
+/// How a row is spread over a thread-block cluster: `splits` programs of `chunk` columns each.
+struct ClusterSplit {
+  std::int64_t splits, chunk;
+};
+
+/// Checks a cluster kernel's shape and splits each row: `splits` programs (0: the fewest that hold a
+/// row, at most `max_piece` columns each; else 1 to 8) of chunk columns, a multiple of 8 so that every
+/// piece starts 16-byte aligned. Errors name the kernel and, for too wide rows, `alternative`.
+inline ClusterSplit cluster_split(const char* kernel, const char* alternative, std::int64_t rows, std::int64_t cols,
+                                  std::int64_t splits, std::int64_t max_piece) {
+  if (cols > 8 * max_piece)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": cols = " + std::to_string(cols) +
+                                " exceeds the cluster limit of " + std::to_string(8 * max_piece) + " elements (8 programs of " +
+                                std::to_string(max_piece) + "; " + alternative + " takes rows of any width)");
+  if (splits == 0) splits = (cols + max_piece - 1) / max_piece;
+  const std::int64_t chunk = splits > 0 ? ((cols + splits - 1) / splits + 7) / 8 * 8 : 0;
+  if (splits < 1 || splits > 8 || chunk > max_piece)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": argument splits: expected 0 (automatic) or 1 to 8 with at most " +
+                                std::to_string(max_piece) + " columns each, got " + std::to_string(splits) + " for " +
+                                std::to_string(cols) + " columns");
+  if (rows * splits > 2147483647)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": rows x splits = " + std::to_string(rows * splits) +
+                                " exceeds 2^31-1 programs");
+  return {splits, chunk};
+}
+
+/// Checks the `splits` of a split-row kernel (1 to max_splits) and returns each program's chunk: whole
+/// pieces of `block` columns, so every piece but a row's last is full and aligned.
+inline std::int64_t split_row_chunk(const char* kernel, std::int64_t cols, std::int64_t splits, std::int64_t max_splits,
+                                    std::int64_t block) {
+  if (splits < 1 || splits > max_splits || splits > 65535)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": argument splits: expected 1 to " +
+                                std::to_string(max_splits) + ", got " + std::to_string(splits));
+  return ((cols + splits - 1) / splits + block - 1) / block * block;
+}
 
 /// Calls f.template operator()<BLOCK>() with BLOCK = next_pow2(cols), for BLOCK up to MaxBlock.
 template <int MaxBlock, class F>

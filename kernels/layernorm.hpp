@@ -293,14 +293,10 @@ void layernorm_split(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, No
   static_assert(tl::is_float_tag<T>, "tilefuse layernorm_split: elements must be float, half or bfloat16.");
   static_assert(std::is_same_v<element_of_t<F32Buf>, float>, "tilefuse layernorm_split: statistics and partials are float buffers.");
   detail::check_layernorm_args("layernorm_split", x, w, b, y, stats, rows, cols);
-  if (splits < 1 || splits > kNormMaxSplits || splits > 65535)
-    throw std::invalid_argument("tilefuse layernorm_split: argument splits: expected 1 to " +
-                                std::to_string(kNormMaxSplits) + ", got " + std::to_string(splits));
+  constexpr int B = kLayerNormLoopBlock;
+  const std::int64_t chunk = split_row_chunk("layernorm_split", cols, splits, kNormMaxSplits, B);
   check_vector("layernorm_split", "scratch.partial_s1", scratch.partial_s1, rows * splits);
   check_vector("layernorm_split", "scratch.partial_s2", scratch.partial_s2, rows * splits);
-  constexpr int B = kLayerNormLoopBlock;
-  // Chunks are whole BLOCK pieces, so every piece but a row's last is full and aligned.
-  const std::int64_t chunk = ((cols + splits - 1) / splits + B - 1) / B * B;
   const LaunchConfig cfg(Grid(rows, splits), opt.backend, opt.stream);
   static Kernel<&layernorm_partials_program<T, B>> partials(
       "layernorm_partials", looped_kernel_options(B, {"x", "partial_s1", "partial_s2", "stride", "n", "chunk"}));
@@ -359,32 +355,13 @@ void layernorm_cluster(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, 
   static_assert(tl::is_float_tag<T>, "tilefuse layernorm_cluster: elements must be float, half or bfloat16.");
   static_assert(std::is_same_v<element_of_t<F32Buf>, float>, "tilefuse layernorm_cluster: mean and rstd are float buffers.");
   detail::check_layernorm_args("layernorm_cluster", x, w, b, y, stats, rows, cols);
-  if (cols > kNormClusterMaxCols)
-    throw std::invalid_argument("tilefuse layernorm_cluster: cols = " + std::to_string(cols) + " exceeds the cluster limit of " +
-                                std::to_string(kNormClusterMaxCols) + " elements (kernels::layernorm_looped takes any width)");
-  if (splits == 0) splits = (cols + kNormMaxCols - 1) / kNormMaxCols;
-  const std::int64_t chunk = ((cols + splits - 1) / splits + 7) / 8 * 8;  // 16-byte aligned pieces
-  if (splits < 1 || splits > 8 || chunk > kNormMaxCols)
-    throw std::invalid_argument("tilefuse layernorm_cluster: argument splits: expected 0 (automatic) or 1 to 8 with at most " +
-                                std::to_string(kNormMaxCols) + " columns each, got " + std::to_string(splits) + " for " +
-                                std::to_string(cols) + " columns");
-  if (rows * splits > 2147483647)
-    throw std::invalid_argument("tilefuse layernorm_cluster: rows x splits = " + std::to_string(rows * splits) +
-                                " exceeds 2^31-1 programs");
-  with_block<kNormMaxCols>(chunk, [&]<int BLOCK>() {
-    static std::mutex mutex;
-    static std::map<std::int64_t, std::unique_ptr<Kernel<&layernorm_cluster_program<T, BLOCK>>>> kernels;
-    const std::lock_guard<std::mutex> lock(mutex);
-    auto& k = kernels[splits];
-    if (!k) {
-      KernelOptions o = row_kernel_options(element_bytes_of<T>(), BLOCK,
-                                           {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "chunk", "splits", "eps"});
-      o.cluster_size = static_cast<int>(splits);
-      k = std::make_unique<Kernel<&layernorm_cluster_program<T, BLOCK>>>(
-          "layernorm_cluster" + std::to_string(splits) + "_" + std::to_string(BLOCK), o);
-    }
-    k->launch(LaunchConfig({rows * splits}, opt.backend, opt.stream), x, w, b, y, stats.mean, stats.rstd, cols, cols,
-              chunk, splits, eps);
+  const auto split = cluster_split("layernorm_cluster", "kernels::layernorm_looped", rows, cols, splits, kNormMaxCols);
+  with_block<kNormMaxCols>(split.chunk, [&]<int BLOCK>() {
+    cluster_kernel<&layernorm_cluster_program<T, BLOCK>, BLOCK>(
+        "layernorm_cluster", element_bytes_of<T>(), static_cast<int>(split.splits),
+        {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "chunk", "splits", "eps"})
+        .launch(LaunchConfig({rows * split.splits}, opt.backend, opt.stream), x, w, b, y, stats.mean, stats.rstd, cols,
+                cols, split.chunk, split.splits, eps);
   });
 }
 

@@ -315,17 +315,8 @@ inline constexpr std::int64_t kSoftmaxClusterMaxCols = 8 * kSoftmaxMaxCols;
 /// The cluster softmax kernel for dtype T, row pieces of BLOCK and `splits` programs per cluster.
 template <class T, int BLOCK>
 Kernel<&softmax_cluster_program<T, BLOCK>>& softmax_cluster_kernel(int splits) {
-  static std::mutex mutex;
-  static std::map<int, std::unique_ptr<Kernel<&softmax_cluster_program<T, BLOCK>>>> kernels;
-  const std::lock_guard<std::mutex> lock(mutex);
-  auto& k = kernels[splits];
-  if (!k) {
-    KernelOptions o = row_kernel_options(element_bytes_of<T>(), BLOCK, {"in", "out", "stride", "n_cols", "chunk", "splits"});
-    o.cluster_size = splits;
-    k = std::make_unique<Kernel<&softmax_cluster_program<T, BLOCK>>>(
-        "softmax_cluster" + std::to_string(splits) + "_" + std::to_string(BLOCK), o);
-  }
-  return *k;
+  return cluster_kernel<&softmax_cluster_program<T, BLOCK>, BLOCK>(
+      "softmax_cluster", element_bytes_of<T>(), splits, {"in", "out", "stride", "n_cols", "chunk", "splits"});
 }
 
 /// out = softmax(in) for rows up to 131072 columns, each read once: a row wider than 16384 is split over
@@ -337,20 +328,11 @@ void softmax_cluster(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, co
   static_assert(tl::is_float_tag<T>, "tilefuse softmax_cluster: elements must be float, half or bfloat16.");
   check_matrix("softmax_cluster", "in", in, rows, cols);
   check_matrix("softmax_cluster", "out", out, rows, cols);
-  if (cols > kSoftmaxClusterMaxCols)
-    throw std::invalid_argument("tilefuse softmax_cluster: cols = " + std::to_string(cols) + " exceeds the cluster limit of " +
-                                std::to_string(kSoftmaxClusterMaxCols) + " elements (8 programs of 16384; "
-                                "kernels::softmax_looped takes rows of any width)");
-  if (cols <= kSoftmaxMaxCols) return softmax(in, out, rows, cols, opt);
-  const std::int64_t splits = (cols + kSoftmaxMaxCols - 1) / kSoftmaxMaxCols;
-  // Pieces of a multiple of 8 columns keep every piece's start 16-byte aligned (for 2-byte elements).
-  const std::int64_t chunk = ((cols + splits - 1) / splits + 7) / 8 * 8;
-  if (rows * splits > 2147483647)
-    throw std::invalid_argument("tilefuse softmax_cluster: rows x splits = " + std::to_string(rows * splits) +
-                                " exceeds 2^31-1 programs");
-  with_block<kSoftmaxMaxCols>(chunk, [&]<int BLOCK>() {
-    softmax_cluster_kernel<T, BLOCK>(static_cast<int>(splits))
-        .launch(LaunchConfig({rows * splits}, opt.backend, opt.stream), in, out, cols, cols, chunk, splits);
+  const auto split = cluster_split("softmax_cluster", "kernels::softmax_looped", rows, cols, 0, kSoftmaxMaxCols);
+  if (split.splits == 1) return softmax(in, out, rows, cols, opt);
+  with_block<kSoftmaxMaxCols>(split.chunk, [&]<int BLOCK>() {
+    softmax_cluster_kernel<T, BLOCK>(static_cast<int>(split.splits))
+        .launch(LaunchConfig({rows * split.splits}, opt.backend, opt.stream), in, out, cols, cols, split.chunk, split.splits);
   });
 }
 
@@ -374,14 +356,10 @@ void softmax_split(Buf& in, Buf& out, SplitScratch<F32Buf>& scratch, std::int64_
   static_assert(std::is_same_v<element_of_t<F32Buf>, float>, "tilefuse softmax_split: partials are float buffers.");
   check_matrix("softmax_split", "in", in, rows, cols);
   check_matrix("softmax_split", "out", out, rows, cols);
-  if (splits < 1 || splits > kSoftmaxMaxSplits || splits > 65535)
-    throw std::invalid_argument("tilefuse softmax_split: argument splits: expected 1 to " +
-                                std::to_string(kSoftmaxMaxSplits) + ", got " + std::to_string(splits));
+  constexpr int B = kSoftmaxLoopBlock;
+  const std::int64_t chunk = split_row_chunk("softmax_split", cols, splits, kSoftmaxMaxSplits, B);
   check_vector("softmax_split", "scratch.partial_max", scratch.partial_max, rows * splits);
   check_vector("softmax_split", "scratch.partial_sum", scratch.partial_sum, rows * splits);
-  constexpr int B = kSoftmaxLoopBlock;
-  // Chunks are whole BLOCK pieces, so every piece but a row's last is full and aligned.
-  const std::int64_t chunk = ((cols + splits - 1) / splits + B - 1) / B * B;
   const LaunchConfig cfg(Grid(rows, splits), opt.backend, opt.stream);
   static Kernel<&softmax_partials_program<T, B>> partials(
       "softmax_partials", looped_kernel_options(B, {"in", "partial_max", "partial_sum", "stride", "n_cols", "chunk"}));

@@ -394,21 +394,14 @@ void run(const ir::Function& fn, std::int64_t gx, std::int64_t gy, std::int64_t 
     throw InterpreterError("tilefuse interpreter: kernel '" + fn.name + "' takes " + std::to_string(fn.params.size()) +
                            " arguments, got " + std::to_string(args.size()));
   const bool clustered = std::any_of(fn.body.begin(), fn.body.end(), [](const ir::Instr& in) { return ir::is_cluster_reduction(in.op); });
-  if (!clustered || cluster_size <= 1) {
+  if (!clustered) {
     Program p(fn, args);
     for (std::int64_t z = 0; z < gz; ++z)
       for (std::int64_t y = 0; y < gy; ++y)
-        for (std::int64_t x = 0; x < gx; ++x) {
-          if (!clustered) {
-            p.run(x, y, z, gx, gy, gz);
-            continue;
-          }
-          p.start(x, y, z, gx, gy, gz);  // a cluster of one program: each reduction gives its operand
-          for (std::size_t pc = p.run_until_cluster_op(0); pc < fn.body.size(); pc = p.run_until_cluster_op(pc + 1))
-            p.set_cluster_result(fn.body[pc], p.cluster_operand(fn.body[pc]));
-        }
+        for (std::int64_t x = 0; x < gx; ++x) p.run(x, y, z, gx, gy, gz);
     return;
   }
+  cluster_size = std::max(cluster_size, 1);  // a cluster of one program: each reduction gives its operand
   if (gx % cluster_size != 0)
     throw InterpreterError("tilefuse interpreter: kernel '" + fn.name + "': grid x = " + std::to_string(gx) +
                            " is not a multiple of the cluster size " + std::to_string(cluster_size));
