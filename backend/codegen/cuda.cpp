@@ -83,9 +83,9 @@ __device__ __forceinline__ float tf_rand(unsigned long long seed, long long offs
 // cluster's blocks, and a read of the same shared variable in another block of the cluster (distributed
 // shared memory: mapa gives that block's address of it).
 constexpr const char* kClusterPrelude = R"(// ---- tilefuse thread-block cluster ----
-__device__ __forceinline__ void tf_cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
+__device__ __forceinline__ void tf_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void tf_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+__device__ __forceinline__ void tf_cluster_sync() { tf_cluster_arrive(); tf_cluster_wait(); }
 __device__ __forceinline__ float tf_cluster_read(const float* slot, unsigned rank) {
   unsigned local, remote;
   float v;
@@ -207,9 +207,9 @@ class Emitter {
     bool random = false;
     ir::walk(fn_.body, [&](const ir::Instr& in) { random = random || in.op == Op::rand; });
     if (random) os_ << kRandPrelude << "\n";
-    bool cluster = false;
-    ir::walk(fn_.body, [&](const ir::Instr& in) { cluster = cluster || ir::is_cluster_reduction(in.op); });
-    if (cluster && opt_.cluster_size > 1) os_ << kClusterPrelude << "\n";
+    ir::walk(fn_.body, [&](const ir::Instr& in) { cluster_reductions_left_ += ir::is_cluster_reduction(in.op) ? 1 : 0; });
+    const bool cluster = cluster_reductions_left_ > 0 && opt_.cluster_size > 1;
+    if (cluster) os_ << kClusterPrelude << "\n";
     signature();
     if (packed_) {
       // Warp w of the block runs program blockIdx.x * P + w; the grid's last block may hold fewer programs.
@@ -223,6 +223,8 @@ class Emitter {
     for (const auto& [n, l] : layouts_)
       if (l.n < threads_) os_ << "  const bool live" << n << " = tid < " << n << ";\n";
     for (const ir::Instr& in : fn_.body) instr(in);
+    // The other blocks may still read this block's slots: it leaves only when all have passed their last read.
+    if (cluster) os_ << "  tf_cluster_wait();\n";
     os_ << "}\n";
     return os_.str();
   }
@@ -317,6 +319,23 @@ class Emitter {
     os_ << "#pragma unroll\n  for (int e = 0; e < " << per_thread(t) << "; ++e) " << v(in.result) << "[e] = " << expr
         << ";\n";
   }
+
+  // A comparison tile. When it is constant over each run of the layout (an index against a bound that
+  // is a multiple of the run), every lane of a run compares the run's first elements: the compiler then
+  // keeps one predicate per run instead of one register per element.
+  void compare(const ir::Instr& in, const std::string& op) {
+    if (known_true(in.result)) return elementwise(in, "true");
+    const auto& t = fn_.values[in.result];
+    const int R = t.rank > 0 ? layout(t).vector : 1;
+    if (R == 1 || axis_[in.result].constancy < R) return elementwise(in, at(in.args[0]) + " " + op + " " + at(in.args[1]));
+    auto first = [&](ir::ValueId id) {
+      return fn_.values[id].rank == 0 ? v(id) : v(id) + "[e - e % " + std::to_string(R) + "]";
+    };
+    elementwise(in, first(in.args[0]) + " " + op + " " + first(in.args[1]));
+  }
+
+  // Whether mask `m` is all true or all false over each aligned run of W lanes.
+  bool mask_constant_over(ir::ValueId m, int W) const { return m >= 0 && axis_[m].constancy >= W; }
 
   // Declares `id` (non-const: loops assign it) and copies `from` into it.
   void declare_copy(ir::ValueId id, ir::ValueId from) {
@@ -419,10 +438,10 @@ class Emitter {
       case Op::abs:
         elementwise(in, fl ? "fabsf(" + a(0) + ")" : (t->dtype == DType::i64 ? "llabs(" : "abs(") + a(0) + ")");
         break;
-      case Op::lt: elementwise(in, known_true(in.result) ? "true" : a(0) + " < " + a(1)); break;
-      case Op::le: elementwise(in, known_true(in.result) ? "true" : a(0) + " <= " + a(1)); break;
-      case Op::gt: elementwise(in, a(0) + " > " + a(1)); break;
-      case Op::ge: elementwise(in, a(0) + " >= " + a(1)); break;
+      case Op::lt: compare(in, "<"); break;
+      case Op::le: compare(in, "<="); break;
+      case Op::gt: compare(in, ">"); break;
+      case Op::ge: compare(in, ">="); break;
       case Op::eq: elementwise(in, a(0) + " == " + a(1)); break;
       case Op::ne: elementwise(in, a(0) + " != " + a(1)); break;
       case Op::logical_and: elementwise(in, a(0) + " && " + a(1)); break;
@@ -443,8 +462,8 @@ class Emitter {
   }
 
   // Every thread holds the program's scalar; thread 0 publishes it in a shared slot, and after a cluster
-  // barrier every thread combines the slots of all blocks in rank order (as the interpreter does). The
-  // second barrier keeps each block (and its shared memory) alive until all have read it.
+  // barrier every thread combines the slots of all blocks in rank order (as the interpreter does). A block
+  // must outlive every read of its slots: it arrives once after its last read and waits at its end.
   void cluster_reduce(const ir::Instr& in) {
     const std::string r = v(in.result), x = v(in.args[0]);
     const int C = opt_.cluster_size;
@@ -461,7 +480,9 @@ class Emitter {
     os_ << "    float acc = tf_cluster_read(&" << slot << ", 0u);\n";
     os_ << "#pragma unroll\n    for (unsigned rank = 1; rank < " << C << "u; ++rank) acc = "
         << (max ? "fmaxf(acc, tf_cluster_read(&" + slot + ", rank))" : "acc + tf_cluster_read(&" + slot + ", rank)") << ";\n";
-    os_ << "    tf_cluster_sync();\n";
+    // Each reduction has its own slot, so no barrier is needed before the next one writes; after the last
+    // read, the block only announces it is done (the matching wait ends the kernel).
+    if (--cluster_reductions_left_ == 0) os_ << "    tf_cluster_arrive();\n";
     os_ << "    " << r << " = acc;\n  }\n";
   }
 
@@ -543,9 +564,11 @@ class Emitter {
     } else {
       os_ << "    } else {\n";
       const std::string cond = pred("e");
-      os_ << "#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << dst << "[e] = "
-          << (cond.empty() ? element("*" + p + "[e]") : cond + " ? " + element("*" + p + "[e]") + " : " + conv_other)
-          << ";\n";
+      // A mask constant over the run is false on all of it here: the run takes `other` without loading.
+      const std::string value = masked && mask_constant_over(in.args[1], W) ? conv_other
+                                : cond.empty() ? element("*" + p + "[e]")
+                                               : cond + " ? " + element("*" + p + "[e]") + " : " + conv_other;
+      os_ << "#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << dst << "[e] = " << value << ";\n";
       os_ << "    }\n  }\n";
     }
     if (narrow)
@@ -559,6 +582,7 @@ class Emitter {
   template <class Pred>
   std::string run_in_mask(Pred pred, ir::ValueId mask, int W) const {
     if (mask >= 0 && W > 1) {
+      if (mask_constant_over(mask, W)) return pred("e0");
       const ir::Instr* def = def_[mask];
       if (def && def->op == Op::lt && axis_[def->args[0]].contiguity >= W && axis_[def->args[1]].uniform)
         return pred("e0 + " + std::to_string(W - 1));
@@ -615,6 +639,10 @@ class Emitter {
     os_ << in_run << "tf_store_vec<" << S << ", " << W << ">(" << p << "[e0], raw);\n";
     if (all.empty()) {
       os_ << "  }\n";
+      return;
+    }
+    if (masked && mask_constant_over(in.args[2], W)) {  // the run is wholly outside the mask: nothing to write
+      os_ << "    }\n  }\n";
       return;
     }
     const std::string cond = pred("e");
@@ -678,6 +706,7 @@ class Emitter {
   const Options& opt_;
   int threads_;
   bool packed_;
+  int cluster_reductions_left_ = 0;  // cluster reductions not yet emitted (the last one arrives at the exit barrier)
   std::map<std::int64_t, passes::TileLayout> layouts_;
   std::vector<passes::AxisInfo> axis_;
   std::vector<const ir::Instr*> def_;  // the instruction defining each value (null for loop block arguments)

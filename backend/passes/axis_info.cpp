@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <numeric>
 
@@ -15,6 +16,15 @@ std::int64_t pow2_divisor(std::int64_t v) {
   std::int64_t d = 1;
   while ((v % (d * 2)) == 0 && d < kUnknownLarge) d *= 2;
   return d;
+}
+
+// Aligned block length over which `index < bound` cannot change: the index steps by one from a multiple of
+// the block and the uniform bound is a multiple of it, so a block lies wholly below or wholly above.
+std::int64_t index_bound_constancy(const AxisInfo& index, const AxisInfo& bound) {
+  if (!bound.uniform) return 1;
+  if (index.uniform) return kUnknownLarge;
+  const std::int64_t g = std::min({index.contiguity, index.divisibility, bound.divisibility});
+  return g < 1 ? 1 : std::bit_floor(static_cast<std::uint64_t>(g));
 }
 
 }  // namespace
@@ -71,8 +81,22 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
         const auto a = arg(0), b = arg(1);
         r.uniform = a.uniform && b.uniform;
         r.always_true = a.bounded && b.bounded && (in.op == ir::Op::lt ? a.max < b.min : a.max <= b.min);
+        if (in.op == ir::Op::lt) r.constancy = index_bound_constancy(a, b);
         break;
       }
+      case ir::Op::ge:
+        r.uniform = arg(0).uniform && arg(1).uniform;
+        r.constancy = index_bound_constancy(arg(0), arg(1));  // the negation of lt
+        break;
+      case ir::Op::logical_not:
+        r.uniform = arg(0).uniform;
+        r.constancy = arg(0).constancy;
+        break;
+      case ir::Op::logical_and:
+      case ir::Op::logical_or:
+        r.uniform = arg(0).uniform && arg(1).uniform;
+        r.constancy = std::min(arg(0).constancy, arg(1).constancy);
+        break;
       case ir::Op::cast:
         if (ir::is_int(t.dtype) && ir::is_int(fn.values[in.args[0]].dtype)) {
           r = arg(0);
@@ -102,6 +126,20 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
         // Runs survive a multiplication by exactly 1 only, which simplify already removed.
         break;
       }
+      case ir::Op::minimum:
+      case ir::Op::maximum: {
+        // The result is one of the operands: divisible by what divides both, within both ranges' hull.
+        const auto a = arg(0), b = arg(1);
+        r.uniform = a.uniform && b.uniform;
+        r.divisibility = std::min(a.divisibility, b.divisibility);
+        if (a.bounded && b.bounded && ir::is_int(t.dtype)) {
+          r.bounded = true;
+          const bool lo = in.op == ir::Op::minimum;
+          r.min = lo ? std::min(a.min, b.min) : std::max(a.min, b.min);
+          r.max = lo ? std::min(a.max, b.max) : std::max(a.max, b.max);
+        }
+        break;
+      }
       case ir::Op::ptr_add: {
         // Byte address of each run: base alignment and offset divisibility times the element size.
         const std::int64_t elem = ir::dtype_bytes(t.dtype);
@@ -114,6 +152,7 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
       default:
         break;  // anything else: no runs, no known alignment
     }
+    if (r.uniform) r.constancy = kUnknownLarge;
   });
   return info;
 }

@@ -57,6 +57,9 @@ struct AxisInfo {
   std::int64_t min = 0, max = 0;
   /// A comparison that holds for every element (an index tile against a bound it never reaches).
   bool always_true = false;
+  /// Elements are equal within aligned blocks of `constancy` (a power of two): `index < bound` with the
+  /// bound a multiple of the block is all true or all false over each such block.
+  std::int64_t constancy = 1;
 };
 
 /// AxisInfo for every value, given the divisibility (integers) or byte alignment (pointers) of each parameter.

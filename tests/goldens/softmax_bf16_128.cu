@@ -85,14 +85,14 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   tf_u16 raw14[4];
 #pragma unroll
   for (int e0 = 0; e0 < 4; e0 += 2) {
-    if (v7[e0 + 1]) {
+    if (v7[e0]) {
       tf_u16 raw[2];
       tf_load_vec<tf_u16, 2>(v11[e0], raw);
 #pragma unroll
       for (int k = 0; k < 2; ++k) raw14[e0 + k] = raw[k];
     } else {
 #pragma unroll
-      for (int e = e0; e < e0 + 2; ++e) raw14[e] = v7[e] ? *v11[e] : tf_f32_to_bf16(v13[e]);
+      for (int e = e0; e < e0 + 2; ++e) raw14[e] = tf_f32_to_bf16(v13[e]);
     }
   }
 #pragma unroll
@@ -162,14 +162,11 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   // store %28, %25, %7   [softmax.hpp:25]
 #pragma unroll
   for (int e0 = 0; e0 < 4; e0 += 2) {
-    if (v7[e0 + 1]) {
+    if (v7[e0]) {
       tf_u16 raw[2];
 #pragma unroll
       for (int k = 0; k < 2; ++k) raw[k] = tf_f32_to_bf16(v25[e0 + k]);
       tf_store_vec<tf_u16, 2>(v28[e0], raw);
-    } else {
-#pragma unroll
-      for (int e = e0; e < e0 + 2; ++e) if (v7[e]) *v28[e] = tf_f32_to_bf16(v25[e]);
     }
   }
 }

@@ -63,7 +63,7 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
   // %7 = lt %5, %6 : i1[1024]
   bool v7[16];
 #pragma unroll
-  for (int e = 0; e < 16; ++e) v7[e] = v5[e] < v6[e];
+  for (int e = 0; e < 16; ++e) v7[e] = v5[e - e % 4] < v6[e - e % 4];
   // %8 = mul %4, %2 : i32
   int const v8 = v4 * v2;
   // %9 = ptr_add %0, %8 : ptr<f32>
@@ -86,14 +86,14 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
   float v14[16];
 #pragma unroll
   for (int e0 = 0; e0 < 16; e0 += 4) {
-    if (v7[e0 + 3]) {
+    if (v7[e0]) {
       float raw[4];
       tf_load_vec<float, 4>(v11[e0], raw);
 #pragma unroll
       for (int k = 0; k < 4; ++k) v14[e0 + k] = raw[k];
     } else {
 #pragma unroll
-      for (int e = e0; e < e0 + 4; ++e) v14[e] = v7[e] ? *v11[e] : v13[e];
+      for (int e = e0; e < e0 + 4; ++e) v14[e] = v13[e];
     }
   }
   // %15 = max %14 : f32   [softmax.hpp:23]
@@ -165,14 +165,11 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
   // store %26, %23, %7   [softmax.hpp:25]
 #pragma unroll
   for (int e0 = 0; e0 < 16; e0 += 4) {
-    if (v7[e0 + 3]) {
+    if (v7[e0]) {
       float raw[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k) raw[k] = v23[e0 + k];
       tf_store_vec<float, 4>(v26[e0], raw);
-    } else {
-#pragma unroll
-      for (int e = e0; e < e0 + 4; ++e) if (v7[e]) *v26[e] = v23[e];
     }
   }
 }

@@ -105,7 +105,8 @@ void masked_copy_program(tl::Ptr<tl::f16> in, tl::Ptr<tl::f16> out, tl::Scalar<t
 
 TEST(Codegen, ContiguousMasksTestOneLanePerRun) {
   Kernel<&masked_copy_program<false>> k("masked_copy", KernelOptions{2, {"in", "out", "n"}});
-  const std::string src = k.program().cuda_source(Specialization{{16, 16, 16}});
+  // n odd (divisibility 1): a run can straddle the bound, so its last lane decides.
+  const std::string src = k.program().cuda_source(Specialization{{16, 16, 1}});
   EXPECT_EQ(occurrences(src, "if (v5[e0 + 7]) {"), 2u) << src;  // the load and the store
   Kernel<&masked_copy_program<true>> strided("masked_copy_strided", KernelOptions{2, {"in", "out", "n"}});
   const std::string every = strided.program().cuda_source(Specialization{{16, 16, 16}});
@@ -136,10 +137,25 @@ TEST(Codegen, PositiveMultiplesOfTheTileDropTheMask) {
   const std::string full = k.program().cuda_source(Specialization{{16, 16, integer_divisibility(2048)}});
   EXPECT_EQ(occurrences(full, "if ("), 0u) << full;
   EXPECT_NE(full.find("v5[e] = true;"), std::string::npos) << full;
-  // n = 1000 (divisible by 8): masked as before.
+  // n = 1000 (divisible by 8): masked, one test per run.
   const std::string ragged = k.program().cuda_source(Specialization{{16, 16, integer_divisibility(1000)}});
-  EXPECT_EQ(occurrences(ragged, "if (v5[e0 + 7]) {"), 2u) << ragged;
+  EXPECT_EQ(occurrences(ragged, "if (v5[e0]) {"), 2u) << ragged;
   // n = 512, a multiple of 512 but below the tile: still masked.
   const std::string short_row = k.program().cuda_source(Specialization{{16, 16, integer_divisibility(512)}});
-  EXPECT_EQ(occurrences(short_row, "if (v5[e0 + 7]) {"), 2u) << short_row;
+  EXPECT_EQ(occurrences(short_row, "if (v5[e0]) {"), 2u) << short_row;
+}
+
+TEST(Codegen, BoundsThatAreMultiplesOfTheRunGiveOnePredicatePerRun) {
+  // With n a multiple of 8 and runs of 8 aligned on 8, `index < n` is all true or all false on a run: every
+  // lane compares the run's first index (one predicate per run, not one register per element), a run
+  // outside the mask takes `other` without touching memory, and the store writes nothing there.
+  Kernel<&masked_copy_program<false>> k("masked_copy", KernelOptions{2, {"in", "out", "n"}});
+  const std::string src = k.program().cuda_source(Specialization{{16, 16, integer_divisibility(1000)}});
+  EXPECT_NE(src.find("v5[e] = v3[e - e % 8] < v4[e - e % 8];"), std::string::npos) << src;
+  EXPECT_EQ(occurrences(src, "} else {"), 1u) << src;  // the load's fill; the store has no else
+  EXPECT_EQ(occurrences(src, "*v"), 0u) << src;  // no element-wise access: only the 16-byte ones
+  // Divisibility 4 < 8: lanes of a run can differ, so every lane keeps its own flag and access.
+  const std::string four = k.program().cuda_source(Specialization{{16, 16, 4}});
+  EXPECT_EQ(four.find("e - e % 8"), std::string::npos) << four;
+  EXPECT_EQ(occurrences(four, "if (v5[e0 + 7]) {"), 2u) << four;
 }
