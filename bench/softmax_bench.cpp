@@ -400,7 +400,7 @@ int main(int argc, char** argv) {
   struct Wide { std::int64_t rows, cols; const char* dtype; std::int64_t splits; };  // splits 0: looped, -1: cluster
   std::vector<Wide> wide = {{4096, 32768, "f32", 0},  {2048, 131072, "bf16", 0}, {1024, 262144, "f32", 0},
                             {2048, 131072, "bf16", 4}, {1024, 262144, "f32", 8},  {64, 1048576, "f32", 32},
-                            {2048, 131072, "bf16", -1}, {2048, 131072, "f32", -1}};
+                            {2048, 131072, "bf16", -1}, {2048, 131072, "f32", -1}, {4096, 32768, "f32", -1}};
   if (g_smoke) wide = {{16, 40000, "f32", 0}, {4, 40000, "f32", 3}, {4, 40000, "f32", -1}};
   for (const auto& s : wide) {
     const std::string name = std::string(s.splits > 0 ? "softmax_split" + std::to_string(s.splits) + "/"

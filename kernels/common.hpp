@@ -2,6 +2,7 @@
 // buffer sizes, and the launch options of row-wise kernels.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "backend/driver/driver.hpp"
 #include "dsl/tl.hpp"
 
 namespace tilefuse::kernels {
@@ -64,21 +66,23 @@ inline int row_elements_per_thread(int element_bytes, std::int64_t block) {
   return n;
 }
 
-/// Threads per SM the row kernels ask ptxas to make room for (0: no request), or
+/// Threads per SM the row kernels ask ptxas to make room for (`fallback`; 0: no request), or
 /// TILEFUSE_ROW_RESIDENT_THREADS when set (a tuning knob for sweeps, read once per kernel).
-inline int row_resident_threads() {
+inline int row_resident_threads(int fallback = 0) {
   if (const char* v = std::getenv("TILEFUSE_ROW_RESIDENT_THREADS"); v && *v) {
     const int n = std::atoi(v);
     if (n >= 0 && n <= 2048) return n;
     throw std::invalid_argument(std::string("tilefuse: TILEFUSE_ROW_RESIDENT_THREADS must be from 0 to 2048, got ") + v);
   }
-  return 0;
+  return fallback;
 }
 
-/// KernelOptions of a row kernel for a row tile of `block` elements of `element_bytes` each.
-inline KernelOptions row_kernel_options(int element_bytes, std::int64_t block, std::vector<std::string> params) {
+/// KernelOptions of a row kernel for a row tile of `block` elements of `element_bytes` each, asking for
+/// room for `resident_threads` threads per SM (0: none).
+inline KernelOptions row_kernel_options(int element_bytes, std::int64_t block, std::vector<std::string> params,
+                                        int resident_threads = 0) {
   const int warps = row_warps(block, row_elements_per_thread(element_bytes, block));
-  const int resident = row_resident_threads();
+  const int resident = row_resident_threads(resident_threads);
   const int min_programs = resident > 32 * warps ? resident / (32 * warps) : 0;
   return KernelOptions{warps, std::move(params), min_programs};
 }
@@ -102,15 +106,18 @@ template <class T, class... Rest>
 struct row_element_bytes<void (*)(tl::Ptr<T>, Rest...)> : std::integral_constant<int, element_bytes_of<T>()> {};
 
 /// The kernel of row program Fn (row tile BLOCK, elements of `element_bytes`) for clusters of
-/// `cluster_size` programs: one kernel per cluster size, made (and traced) on first use.
+/// `cluster_size` programs: one kernel per cluster size, made (and traced) on first use, with room asked
+/// for `resident_threads` threads per SM.
 template <auto Fn, int BLOCK>
-Kernel<Fn>& cluster_kernel(const char* name, int element_bytes, int cluster_size, std::initializer_list<const char*> params) {
+Kernel<Fn>& cluster_kernel(const char* name, int element_bytes, int cluster_size, std::initializer_list<const char*> params,
+                           int resident_threads = 0) {
   static std::mutex mutex;
   static std::map<int, std::unique_ptr<Kernel<Fn>>> kernels;
   const std::lock_guard<std::mutex> lock(mutex);
   auto& k = kernels[cluster_size];
   if (!k) {
-    KernelOptions o = row_kernel_options(element_bytes, BLOCK, std::vector<std::string>(params.begin(), params.end()));
+    KernelOptions o =
+        row_kernel_options(element_bytes, BLOCK, std::vector<std::string>(params.begin(), params.end()), resident_threads);
     o.cluster_size = cluster_size;
     k = std::make_unique<Kernel<Fn>>(std::string(name) + std::to_string(cluster_size) + "_" + std::to_string(BLOCK), o);
   }
@@ -190,6 +197,36 @@ void check_vector(const char* kernel, const char* arg, const Buf& buf, std::int6
   if (static_cast<std::int64_t>(buf.size()) < n)
     throw std::invalid_argument(std::string("tilefuse ") + kernel + ": argument " + arg + " holds " +
                                 std::to_string(buf.size()) + " elements, expected at least " + std::to_string(n));
+}
+
+/// Whether a launch on `backend` runs on the GPU (Backend::automatic follows TILEFUSE_INTERPRET).
+inline bool on_gpu(Backend backend) {
+  return backend == Backend::gpu || (backend == Backend::automatic && !interpret_by_default());
+}
+
+/// Programs a row kernel that strides over its rows (`for row in [pid, rows) by programs`) is launched
+/// with: one per row, or with TILEFUSE_LOOPED_PROGRAMS_PER_SM=k (a tuning knob for sweeps) at most k per
+/// SM on the GPU, so that fewer rows are in flight and a second pass finds more of its row in L2.
+inline std::int64_t strided_row_programs(std::int64_t rows, Backend backend) {
+  const char* v = std::getenv("TILEFUSE_LOOPED_PROGRAMS_PER_SM");
+  if (!v || !*v || rows <= 0) return rows;
+  const int per_sm = std::atoi(v);
+  if (per_sm < 1 || per_sm > 64)
+    throw std::invalid_argument(std::string("tilefuse: TILEFUSE_LOOPED_PROGRAMS_PER_SM must be 1 to 64, got ") + v);
+  return on_gpu(backend) ? std::min<std::int64_t>(rows, std::int64_t{per_sm} * driver::device().sm_count) : rows;
+}
+
+/// Whether kernels with thread-block clusters can run on `backend`: the interpreter always, the GPU from
+/// sm_90 (Hopper) on.
+inline bool clusters_available(Backend backend) {
+  return !on_gpu(backend) || driver::device().cc_major >= 9;
+}
+
+/// For a tile-program loop `for from in [start, end) by BLOCK`: the value t such that `t - from` visits the
+/// same BLOCK-wide pieces last to first (t - start is the start of the last piece).
+template <int BLOCK>
+tl::Scalar<tl::i32> reversed_piece_turn(tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end) {
+  return start + start + ((end - start - 1) / BLOCK) * BLOCK;
 }
 
 }  // namespace tilefuse::kernels

@@ -180,14 +180,16 @@ inline std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_moments(tl::
   return {mean_shifted, 1.0 / tl::sqrt(var + eps)};
 }
 
-// y = (x - shift - mean_shifted) * rstd * w + b over columns [start, end) of the row at `base`.
+// y = (x - shift - mean_shifted) * rstd * w + b over columns [start, end) of the row at `base`, last
+// piece first (the pieces the sums read last are the likeliest still in L2).
 template <class T, int BLOCK>
 void normalize_affine_range(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Scalar<tl::i32> base,
                             tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end, tl::Scalar<tl::f32> shift,
                             tl::Scalar<tl::f32> mean_shifted, tl::Scalar<tl::f32> rstd) {
   auto cols = tl::arange<BLOCK>();
+  auto turn = reversed_piece_turn<BLOCK>(start, end);
   tl::for_range(start, end, BLOCK, [&](auto from) {
-    auto idx = from + cols;
+    auto idx = (turn - from) + cols;
     auto mask = idx < end;
     auto centered = (tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift) - mean_shifted;  // both small
     auto wv = tl::cast<tl::f32>(tl::load(w + idx, mask));
@@ -366,14 +368,18 @@ void layernorm_cluster(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, 
 }
 
 /// LayerNorm for rows of any width, with the kernel chosen from the width (or by `variant`): layernorm()
-/// where the row fits in registers (up to 16384 columns), layernorm_looped() above.
+/// where the row fits in registers (up to 16384 columns), layernorm_looped() above (on the H200 at
+/// 256x131072 bf16 the looped and the cluster kernel were even, 74 and 73 us; the looped one has no width
+/// limit and needs no sm_90). RowVariant::cluster asks for layernorm_cluster().
 template <class Buf, class F32Buf>
 void layernorm_auto(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
                     float eps = 1e-5f, const RowOptions& opt = {}, RowVariant variant = RowVariant::automatic) {
-  if (variant == RowVariant::one_program || (variant == RowVariant::automatic && cols <= kNormMaxCols))
-    layernorm(x, w, b, y, stats, rows, cols, eps, opt);
-  else
-    layernorm_looped(x, w, b, y, stats, rows, cols, eps, opt);
+  if (variant == RowVariant::automatic) variant = cols <= kNormMaxCols ? RowVariant::one_program : RowVariant::looped;
+  switch (variant) {
+    case RowVariant::one_program: return layernorm(x, w, b, y, stats, rows, cols, eps, opt);
+    case RowVariant::cluster: return layernorm_cluster(x, w, b, y, stats, rows, cols, eps, opt);
+    default: return layernorm_looped(x, w, b, y, stats, rows, cols, eps, opt);
+  }
 }
 
 }  // namespace tilefuse::kernels
