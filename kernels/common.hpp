@@ -199,27 +199,33 @@ void check_vector(const char* kernel, const char* arg, const Buf& buf, std::int6
                                 std::to_string(buf.size()) + " elements, expected at least " + std::to_string(n));
 }
 
-/// Whether a launch on `backend` runs on the GPU (Backend::automatic follows TILEFUSE_INTERPRET).
-inline bool on_gpu(Backend backend) {
-  return backend == Backend::gpu || (backend == Backend::automatic && !interpret_by_default());
+/// TILEFUSE_LOOPED_PROGRAMS_PER_SM (a tuning knob for sweeps, read once per process): at most this many
+/// programs per SM for row kernels that stride over their rows; 0 when unset (one program per row).
+inline int looped_programs_per_sm() {
+  static const int per_sm = [] {
+    const char* v = std::getenv("TILEFUSE_LOOPED_PROGRAMS_PER_SM");
+    if (!v || !*v) return 0;
+    const int n = std::atoi(v);
+    if (n < 1 || n > 64)
+      throw std::invalid_argument(std::string("tilefuse: TILEFUSE_LOOPED_PROGRAMS_PER_SM must be 1 to 64, got ") + v);
+    return n;
+  }();
+  return per_sm;
 }
 
 /// Programs a row kernel that strides over its rows (`for row in [pid, rows) by programs`) is launched
-/// with: one per row, or with TILEFUSE_LOOPED_PROGRAMS_PER_SM=k (a tuning knob for sweeps) at most k per
-/// SM on the GPU, so that fewer rows are in flight and a second pass finds more of its row in L2.
+/// with: one per row, or with TILEFUSE_LOOPED_PROGRAMS_PER_SM=k at most k per SM on the GPU, so that fewer
+/// rows are in flight and a second pass finds more of its row in L2.
 inline std::int64_t strided_row_programs(std::int64_t rows, Backend backend) {
-  const char* v = std::getenv("TILEFUSE_LOOPED_PROGRAMS_PER_SM");
-  if (!v || !*v || rows <= 0) return rows;
-  const int per_sm = std::atoi(v);
-  if (per_sm < 1 || per_sm > 64)
-    throw std::invalid_argument(std::string("tilefuse: TILEFUSE_LOOPED_PROGRAMS_PER_SM must be 1 to 64, got ") + v);
-  return on_gpu(backend) ? std::min<std::int64_t>(rows, std::int64_t{per_sm} * driver::device().sm_count) : rows;
+  const int per_sm = looped_programs_per_sm();
+  if (per_sm == 0 || rows <= 0 || resolve_backend(backend) != Backend::gpu) return rows;
+  return std::min<std::int64_t>(rows, std::int64_t{per_sm} * driver::device().sm_count);
 }
 
 /// Whether kernels with thread-block clusters can run on `backend`: the interpreter always, the GPU from
 /// sm_90 (Hopper) on.
 inline bool clusters_available(Backend backend) {
-  return !on_gpu(backend) || driver::device().cc_major >= 9;
+  return resolve_backend(backend) != Backend::gpu || driver::device().cc_major >= 9;
 }
 
 /// For a tile-program loop `for from in [start, end) by BLOCK`: the value t such that `t - from` visits the

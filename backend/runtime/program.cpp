@@ -58,6 +58,11 @@ bool interpret_by_default() {
   return on;
 }
 
+Backend resolve_backend(Backend requested) {
+  if (requested != Backend::automatic) return requested;
+  return interpret_by_default() ? Backend::interpreter : Backend::gpu;
+}
+
 // GPU state: compiled specializations, each with its loaded module and function handle.
 struct Program::Gpu {
   struct Entry {
@@ -148,10 +153,7 @@ void Program::launch(const LaunchConfig& config, std::span<const Arg> args) {
       if (a.kind != want) bad_argument(i, std::string("an ") + ir::dtype_name(t.dtype), kind_name(a.kind));
     }
   }
-  const Backend backend = config.backend == Backend::automatic
-                              ? (interpret_by_default() ? Backend::interpreter : Backend::gpu)
-                              : config.backend;
-  if (backend == Backend::interpreter) launch_interpreter(config, args);
+  if (resolve_backend(config.backend) == Backend::interpreter) launch_interpreter(config, args);
   else launch_gpu(config, args);
 }
 

@@ -96,4 +96,8 @@ class Program {
 /// Whether TILEFUSE_INTERPRET=1 (read once per process).
 bool interpret_by_default();
 
+/// The backend a launch with `requested` runs on: Backend::automatic becomes the interpreter when
+/// TILEFUSE_INTERPRET=1, else the GPU.
+Backend resolve_backend(Backend requested);
+
 }  // namespace tilefuse
