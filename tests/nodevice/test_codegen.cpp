@@ -7,6 +7,7 @@
 
 #include "backend/codegen/cuda.hpp"
 #include "kernels/softmax.hpp"
+#include "tests/common/text.hpp"
 
 using namespace tilefuse;
 
@@ -25,13 +26,9 @@ void expect_golden(const std::string& name, const std::string& text) {
   EXPECT_EQ(ss.str(), text) << "generated text differs from " << path;
 }
 
-std::size_t occurrences(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
-
 }  // namespace
+
+using test::occurrences;
 
 TEST(Codegen, SoftmaxIrGolden) {
   expect_golden("softmax_f32_1024.ir", ir::print(kernels::softmax_kernel<tl::f32, 1024>().program().ir()));

@@ -10,6 +10,7 @@
 #include "backend/nvrtc/nvrtc.hpp"
 #include "kernels/reference.hpp"
 #include "kernels/softmax.hpp"
+#include "tests/common/text.hpp"
 
 using namespace tilefuse;
 
@@ -289,12 +290,6 @@ void cluster_in_loop_program(tl::Ptr<tl::f32> out) {
   });
   tl::store(out, s);
 }
-
-std::size_t occurrences_of(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
 }  // namespace
 
 TEST(Cluster, SoftmaxReadOnceMatchesFloat64) {
@@ -335,8 +330,8 @@ TEST(Cluster, GeneratedCodeUsesClusterBarriersAndDistributedSharedMemory) {
   EXPECT_NE(src.find("mapa.shared::cluster.u32"), std::string::npos) << src;
   // One barrier before each reduction's reads; the exit barrier is split: arrive after the last read, wait
   // as the last statement of the kernel (a block's slots stay readable until every block has read them).
-  EXPECT_EQ(occurrences_of(src, "tf_cluster_sync();"), 2u) << src;
-  EXPECT_EQ(occurrences_of(src, "tf_cluster_arrive();\n"), 1u) << src;
+  EXPECT_EQ(test::occurrences(src, "tf_cluster_sync();"), 2u) << src;
+  EXPECT_EQ(test::occurrences(src, "tf_cluster_arrive();\n"), 1u) << src;
   EXPECT_NE(src.find("tf_cluster_wait();\n}\n"), std::string::npos) << src;
   EXPECT_GT(src.find("tf_cluster_arrive();\n"), src.rfind("tf_cluster_read(")) << src;
   // sm_90 compiles it (the PTX of mapa, ld.shared::cluster and barrier.cluster is accepted), no spills.
