@@ -104,7 +104,10 @@ struct RowCase {
   }
 };
 
-// Rows wider than one program: the looped (online) softmax (splits == 0) or the split-row one over `splits`
+// The `splits` value that selects the staged kernels (rows staged through shared memory, read once).
+constexpr std::int64_t kStaged = -1000;
+
+// Rows wider than one program: the staged softmax (splits == kStaged), the looped (online) one (splits == 0) or the split-row one over `splits`
 // programs per row and two kernels; both read each row twice and write it once.
 template <class H>
 void softmax_wide_rows(benchmark::State& state, std::int64_t rows, std::int64_t cols, const char* dtype,
@@ -116,6 +119,7 @@ void softmax_wide_rows(benchmark::State& state, std::int64_t rows, std::int64_t 
                                                      DeviceBuffer<float>(rows * std::max<std::int64_t>(splits, 1))};
   auto run = [&](int s) {
     if (splits > 0) kernels::softmax_split(rc.xs[s], rc.ys[s], scratch, rows, cols, splits, rc.opt);
+    else if (splits == kStaged) kernels::softmax_staged(rc.xs[s], rc.ys[s], rows, cols, rc.opt);
     else if (splits < 0) kernels::softmax_cluster(rc.xs[s], rc.ys[s], rows, cols, rc.opt);
     else kernels::softmax_looped(rc.xs[s], rc.ys[s], rows, cols, rc.opt);
   };
@@ -136,6 +140,7 @@ void softmax_wide_rows(benchmark::State& state, std::int64_t rows, std::int64_t 
   char note[96], impl[64];
   std::snprintf(note, sizeof note, "%srel err %.1e", splits < 0 ? "reads the row once; " : "reads the row twice (1.5x the bytes); ", err);
   if (splits > 0) std::snprintf(impl, sizeof impl, "tilefuse split-row (%lld per row, 2 kernels)", static_cast<long long>(splits));
+  else if (splits == kStaged) std::snprintf(impl, sizeof impl, "tilefuse staged (shared memory, cp.async)");
   else if (splits < 0) std::snprintf(impl, sizeof impl, "tilefuse cluster (row over 8 programs, DSMEM)");
   else std::snprintf(impl, sizeof impl, "tilefuse looped (online)");
   add_row("softmax", impl, shape, dtype, t.median_us, moved, c, note);
@@ -196,6 +201,7 @@ void norm_rows(benchmark::State& state, const char* kind, std::int64_t rows, std
   auto run = [&](int s) {
     if (!layer) kernels::rmsnorm(rc.xs[s], w, rc.ys[s], rows, cols, 1e-6f, rc.opt);
     else if (splits > 0) kernels::layernorm_split(rc.xs[s], w, b, rc.ys[s], stats, scratch, rows, cols, splits, 1e-5f, rc.opt);
+    else if (splits == kStaged) kernels::layernorm_staged(rc.xs[s], w, b, rc.ys[s], stats, rows, cols, 1e-5f, rc.opt);
     else if (splits < -1) kernels::layernorm_cluster(rc.xs[s], w, b, rc.ys[s], stats, rows, cols, 1e-5f, rc.opt, -splits);
     else if (splits == 0) kernels::layernorm_looped(rc.xs[s], w, b, rc.ys[s], stats, rows, cols, 1e-5f, rc.opt);
     else kernels::layernorm(rc.xs[s], w, b, rc.ys[s], stats, rows, cols, 1e-5f, rc.opt);
@@ -218,8 +224,9 @@ void norm_rows(benchmark::State& state, const char* kind, std::int64_t rows, std
   state.counters["x_copy"] = c / t.median_us;
   const std::string shape = add_copy_row(rows, cols, dtype, c, moved);
   char note[96], impl[64];
-  std::snprintf(note, sizeof note, "%srel err %.1e vs float64", splits >= 0 ? "reads the row twice (1.5x the bytes); " : "", err);
+  std::snprintf(note, sizeof note, "%srel err %.1e vs float64", splits >= 0 && layer ? "reads the row twice (1.5x the bytes); " : "", err);
   if (!layer) std::snprintf(impl, sizeof impl, "tilefuse, one program per row");
+  else if (splits == kStaged) std::snprintf(impl, sizeof impl, "tilefuse staged (shared memory), two-pass, read once");
   else if (splits < -1) std::snprintf(impl, sizeof impl, "tilefuse cluster of %lld, two-pass, read once", static_cast<long long>(-splits));
   else if (splits > 0) std::snprintf(impl, sizeof impl, "tilefuse split-row (%lld per row, 2 kernels)", static_cast<long long>(splits));
   else if (splits == 0) std::snprintf(impl, sizeof impl, "tilefuse looped, one program per row");
@@ -400,10 +407,13 @@ int main(int argc, char** argv) {
   struct Wide { std::int64_t rows, cols; const char* dtype; std::int64_t splits; };  // splits 0: looped, -1: cluster
   std::vector<Wide> wide = {{4096, 32768, "f32", 0},  {2048, 131072, "bf16", 0}, {1024, 262144, "f32", 0},
                             {2048, 131072, "bf16", 4}, {1024, 262144, "f32", 8},  {64, 1048576, "f32", 32},
-                            {2048, 131072, "bf16", -1}, {2048, 131072, "f32", -1}, {4096, 32768, "f32", -1}};
-  if (g_smoke) wide = {{16, 40000, "f32", 0}, {4, 40000, "f32", 3}, {4, 40000, "f32", -1}};
+                            {2048, 131072, "bf16", -1}, {2048, 131072, "f32", -1}, {4096, 32768, "f32", -1},
+                            {2048, 131072, "bf16", kStaged}, {4096, 32768, "f32", kStaged}, {1024, 262144, "f32", kStaged},
+                            {2048, 131072, "f32", kStaged}};
+  if (g_smoke) wide = {{16, 40000, "f32", 0}, {4, 40000, "f32", 3}, {4, 40000, "f32", -1}, {4, 40000, "f32", kStaged}};
   for (const auto& s : wide) {
     const std::string name = std::string(s.splits > 0 ? "softmax_split" + std::to_string(s.splits) + "/"
+                                         : s.splits == kStaged ? "softmax_staged/"
                                          : s.splits < 0 ? "softmax_cluster/" : "softmax_looped/") +
                              std::to_string(s.rows) + "x" + std::to_string(s.cols) + "/" + s.dtype;
     auto* b = std::string(s.dtype) == "bf16"
@@ -418,11 +428,15 @@ int main(int argc, char** argv) {
                              {"layernorm", 16384, 768, "f32"},  {"rmsnorm", 32768, 4096, "bf16"},
                              {"layernorm", 4096, 12288, "bf16", 0}, {"layernorm", 4096, 12288, "bf16", 3},
                              {"layernorm", 256, 131072, "bf16", 0}, {"layernorm", 256, 131072, "bf16", 8},
-                             {"layernorm", 4096, 12288, "bf16", -3}, {"layernorm", 256, 131072, "bf16", -8}};
+                             {"layernorm", 4096, 12288, "bf16", -3}, {"layernorm", 256, 131072, "bf16", -8},
+                             {"layernorm", 4096, 12288, "bf16", kStaged}, {"layernorm", 8192, 8192, "bf16", kStaged},
+                             {"layernorm", 4096, 4096, "f32", kStaged}, {"layernorm", 4096, 32768, "bf16", kStaged},
+                             {"layernorm", 4096, 32768, "bf16", 0}};
   if (g_smoke) norms = {{"layernorm", 256, 1000, "f32"}, {"rmsnorm", 128, 4096, "bf16"}, {"layernorm", 8, 20000, "f32", 0},
-                        {"layernorm", 8, 20000, "f32", 3}, {"layernorm", 8, 20000, "f32", -2}};
+                        {"layernorm", 8, 20000, "f32", 3}, {"layernorm", 8, 20000, "f32", -2}, {"layernorm", 8, 20000, "f32", kStaged}};
   for (const auto& m : norms) {
-    const std::string variant = m.splits == -1 ? "" : m.splits < -1 ? "_cluster" + std::to_string(-m.splits)
+    const std::string variant = m.splits == -1 ? "" : m.splits == kStaged ? "_staged"
+                              : m.splits < -1 ? "_cluster" + std::to_string(-m.splits)
                               : m.splits == 0 ? "_looped" : "_split" + std::to_string(m.splits);
     const std::string name = std::string(m.kind) + variant + "/" + std::to_string(m.rows) + "x" + std::to_string(m.cols) + "/" + m.dtype;
     const std::string dt = m.dtype;

@@ -7,4 +7,5 @@
 #include "dsl/dtype.hpp"
 #include "dsl/kernel.hpp"
 #include "dsl/loop.hpp"
+#include "dsl/stage.hpp"
 #include "dsl/tile.hpp"

@@ -228,6 +228,46 @@ inline bool clusters_available(Backend backend) {
   return resolve_backend(backend) != Backend::gpu || driver::device().cc_major >= 9;
 }
 
+/// Columns each pass of a staged kernel moves at once: 8 per thread of a 256-thread program.
+inline constexpr int kStagePiece = 2048;
+/// Stage sizes of the staged kernels are multiples of this many elements.
+inline constexpr std::int64_t kStageGranule = 4096;
+/// Widest row piece a staged program holds in shared memory.
+inline constexpr std::int64_t kStageMaxCols = 32768;
+
+/// Calls f.template operator()<STAGE>() with STAGE = cols rounded up to a multiple of kStageGranule, for
+/// cols from 1 to kStageMaxCols: the stage fits the row with less than one granule to spare, so that a
+/// 12288-column row takes 24 KB of shared memory in bf16 rather than the 32 KB of a power of two.
+template <class F>
+void with_stage(std::int64_t cols, F&& f) {
+  [&]<int... K>(std::integer_sequence<int, K...>) {
+    const std::int64_t granules = (cols + kStageGranule - 1) / kStageGranule;
+    (void)((granules == K + 1 ? (f.template operator()<static_cast<int>((K + 1) * kStageGranule)>(), true) : false) || ...);
+  }(std::make_integer_sequence<int, static_cast<int>(kStageMaxCols / kStageGranule)>{});
+}
+
+/// TILEFUSE_STAGED_WARPS (a tuning knob for sweeps, read once per kernel): warps per staged program; the
+/// default is 8 (a 2048-column piece at 8 elements per thread).
+inline int staged_warps() {
+  if (const char* v = std::getenv("TILEFUSE_STAGED_WARPS"); v && *v) {
+    const int n = std::atoi(v);
+    if (n >= 1 && n <= 32 && (n & (n - 1)) == 0) return n;
+    throw std::invalid_argument(std::string("tilefuse: TILEFUSE_STAGED_WARPS must be a power of two from 1 to 32, got ") + v);
+  }
+  return 8;
+}
+
+/// KernelOptions of a staged kernel whose programs hold `stage_bytes` of shared memory: ptxas is asked to
+/// fit as many programs per SM as the H100/H200's 228 KB of shared memory holds (each block also takes
+/// 1 KB of the driver's), so that registers do not become the tighter limit.
+inline KernelOptions staged_kernel_options(std::int64_t stage_bytes, std::vector<std::string> params) {
+  const int warps = staged_warps();
+  const std::int64_t by_shared = (228 * 1024) / (stage_bytes + 1024);
+  const int threads = 32 * warps;
+  const int resident = row_resident_threads(static_cast<int>(std::min<std::int64_t>(2048, by_shared * threads)));
+  return KernelOptions{warps, std::move(params), resident > threads ? resident / threads : 0};
+}
+
 /// For a tile-program loop `for from in [start, end) by BLOCK`: the value t such that `t - from` visits the
 /// same BLOCK-wide pieces last to first (t - start is the start of the last piece).
 template <int BLOCK>

@@ -367,6 +367,70 @@ void layernorm_cluster(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, 
   });
 }
 
+/// LayerNorm of one row staged through shared memory, read from global memory once and exactly two-pass:
+/// the row is copied into a stage of STAGE elements of the input dtype (asynchronously: the whole row is
+/// in flight at once, and takes no registers), then pass 1 sums x - x[0] from the stage, pass 2 the squares
+/// of the centered values, and pass 3 normalizes and writes y. Only a PIECE-column piece is in registers
+/// at a time, so a program needs few registers and the SM holds as many as its shared memory allows.
+template <class T, int STAGE, int PIECE>
+void layernorm_staged_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                              tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                              tl::Scalar<tl::f32> eps) {
+  auto row = tl::program_id(0);
+  auto base = row * stride;
+  auto cols = tl::arange<PIECE>();
+  auto zero = tl::scalar<tl::i32>(0);
+  tl::Stage<T, STAGE> stage;
+  tl::for_range(zero, n, PIECE, [&](auto from) {
+    auto idx = from + cols;
+    stage.copy(from, x + base + idx, idx < n);  // the masked tail gets 0: every element read below is written
+  });
+  auto shift = tl::cast<tl::f32>(tl::load(x + base));
+  auto [s1] = tl::for_range(zero, n, PIECE, std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, auto s1) {
+    auto shifted = tl::cast<tl::f32>(stage.template load<PIECE>(from)) - shift;
+    return std::tuple{s1 + tl::where(from + cols < n, shifted, 0.0)};
+  });
+  auto count = tl::cast<tl::f32>(n);
+  auto mean_shifted = tl::sum(s1) / count;
+  auto [s2] = tl::for_range(zero, n, PIECE, std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, auto s2) {
+    auto centered = (tl::cast<tl::f32>(stage.template load<PIECE>(from)) - shift) - mean_shifted;
+    auto c = tl::where(from + cols < n, centered, 0.0);
+    return std::tuple{s2 + c * c};
+  });
+  auto rstd = 1.0 / tl::sqrt(tl::sum(s2) / count + eps);
+  tl::for_range(zero, n, PIECE, [&](auto from) {
+    auto idx = from + cols;
+    auto mask = idx < n;
+    auto centered = (tl::cast<tl::f32>(stage.template load<PIECE>(from)) - shift) - mean_shifted;
+    auto wv = tl::cast<tl::f32>(tl::load(w + idx, mask));
+    auto bv = tl::cast<tl::f32>(tl::load(b + idx, mask));
+    tl::store(y + base + idx, tl::cast<T>(centered * rstd * wv + bv), mask);
+  });
+  tl::store(mean_out + row, shift + mean_shifted);
+  tl::store(rstd_out + row, rstd);
+}
+
+/// LayerNorm for rows up to kStageMaxCols (32768) columns, each read once: one program per row with the
+/// row staged through shared memory (cols rounded up to 4096 elements of the input dtype per program),
+/// exactly two-pass. Same arguments and results as layernorm().
+template <class Buf, class F32Buf>
+void layernorm_staged(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
+                      float eps = 1e-5f, const RowOptions& opt = {}) {
+  using T = tl::dtype_of_host_t<element_of_t<Buf>>;
+  static_assert(tl::is_float_tag<T>, "tilefuse layernorm_staged: elements must be float, half or bfloat16.");
+  static_assert(std::is_same_v<element_of_t<F32Buf>, float>, "tilefuse layernorm_staged: mean and rstd are float buffers.");
+  detail::check_layernorm_args("layernorm_staged", x, w, b, y, stats, rows, cols);
+  if (cols > kStageMaxCols)
+    throw std::invalid_argument("tilefuse layernorm_staged: cols = " + std::to_string(cols) + " exceeds the staged limit of " +
+                                std::to_string(kStageMaxCols) + " elements (kernels::layernorm_looped takes rows of any width)");
+  with_stage(cols, [&]<int STAGE>() {
+    static Kernel<&layernorm_staged_program<T, STAGE, kStagePiece>> k(
+        "layernorm_staged_" + std::to_string(STAGE),
+        staged_kernel_options(STAGE * element_bytes_of<T>(), {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"}));
+    k.launch(LaunchConfig({rows}, opt.backend, opt.stream), x, w, b, y, stats.mean, stats.rstd, cols, cols, eps);
+  });
+}
+
 /// LayerNorm for rows of any width, with the kernel chosen from the width (or by `variant`): layernorm()
 /// where the row fits in registers (up to 16384 columns), layernorm_looped() above (on the H200 at
 /// 256x131072 bf16 the looped and the cluster kernel were even, 74 and 73 us; the looped one has no width
@@ -378,6 +442,7 @@ void layernorm_auto(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std
   switch (variant) {
     case RowVariant::one_program: return layernorm(x, w, b, y, stats, rows, cols, eps, opt);
     case RowVariant::cluster: return layernorm_cluster(x, w, b, y, stats, rows, cols, eps, opt);
+    case RowVariant::staged: return layernorm_staged(x, w, b, y, stats, rows, cols, eps, opt);
     default: return layernorm_looped(x, w, b, y, stats, rows, cols, eps, opt);
   }
 }

@@ -327,12 +327,99 @@ void softmax_cluster(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, co
   });
 }
 
+/// Softmax of rows staged through shared memory, read from global memory once: program pid handles
+/// columns [start, start + chunk) of row pid / splits (one program per row when splits is 1, else a
+/// thread-block cluster per row that combines max and sum through tl::cluster_max / tl::cluster_sum).
+/// The piece is copied into a stage of STAGE elements (asynchronously, all of it in flight at once); pass 1
+/// takes the max from the stage, pass 2 sums exp(x - max), pass 3 writes exp(x - max) / sum. Only PIECE
+/// columns are in registers at a time.
+template <class T, int STAGE, int PIECE>
+void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
+                            tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits) {
+  auto pid = tl::program_id(0);
+  auto row = pid / splits;
+  auto start = (pid % splits) * chunk;
+  auto valid = tl::maximum(tl::minimum(chunk, n_cols - start), 0);
+  auto base = row * stride + start;
+  auto cols = tl::arange<PIECE>();
+  auto zero = tl::scalar<tl::i32>(0);
+  tl::Stage<T, STAGE> stage;
+  tl::for_range(zero, valid, PIECE, [&](auto from) {
+    auto idx = from + cols;
+    stage.copy(from, in + base + idx, idx < valid);
+  });
+  // Reads of the stage past `valid` take -inf: the max ignores them and their exp adds 0.
+  auto piece = [&](auto from) { return tl::cast<tl::f32>(stage.template load<PIECE>(from, from + cols < valid, -tl::inf)); };
+  auto [m] = tl::for_range(zero, valid, PIECE, std::tuple{tl::full<tl::f32, PIECE>(-tl::inf)}, [&](auto from, auto m) {
+    return std::tuple{tl::maximum(m, piece(from))};
+  });
+  auto row_max = tl::cluster_max(tl::max(m));
+  auto [s] = tl::for_range(zero, valid, PIECE, std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, auto s) {
+    return std::tuple{s + tl::exp(piece(from) - row_max)};
+  });
+  auto row_sum = tl::cluster_sum(tl::sum(s));
+  tl::for_range(zero, valid, PIECE, [&](auto from) {
+    auto idx = from + cols;
+    tl::store(out + base + idx, tl::cast<T>(tl::exp(piece(from) - row_max) / row_sum), idx < valid);
+  });
+}
+
+/// TILEFUSE_STAGE_BYTES (a tuning knob for sweeps, read once per process): the most shared memory a
+/// staged softmax program takes, which sets how many programs split a row; default 32 KB.
+inline std::int64_t softmax_stage_bytes() {
+  static const std::int64_t bytes = [] {
+    const char* v = std::getenv("TILEFUSE_STAGE_BYTES");
+    if (!v || !*v) return std::int64_t{32768};
+    const long long n = std::atoll(v);
+    if (n < 8192 || n > 131072)
+      throw std::invalid_argument(std::string("tilefuse: TILEFUSE_STAGE_BYTES must be from 8192 to 131072, got ") + v);
+    return static_cast<std::int64_t>(n);
+  }();
+  return bytes;
+}
+
+/// Widest row the staged softmax takes: a cluster of 8 programs of kStageMaxCols each.
+inline constexpr std::int64_t kSoftmaxStagedMaxCols = 8 * kStageMaxCols;
+
+/// out = softmax(in) for rows up to 262144 columns, each read once and staged through shared memory: a
+/// row is split over `splits` programs (0: the fewest whose piece fits 32 KB of shared memory, e.g. 8 of
+/// 16384 columns at 131072 bf16; above 1 a thread-block cluster, sm_90).
+template <class Buf>
+void softmax_staged(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {},
+                    std::int64_t splits = 0) {
+  using T = tl::dtype_of_host_t<element_of_t<Buf>>;
+  static_assert(tl::is_float_tag<T>, "tilefuse softmax_staged: elements must be float, half or bfloat16.");
+  check_matrix("softmax_staged", "in", in, rows, cols);
+  check_matrix("softmax_staged", "out", out, rows, cols);
+  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, softmax_stage_bytes() / element_bytes_of<T>());
+  const auto split = cluster_split("softmax_staged", "kernels::softmax_looped", rows, cols,
+                                   splits == 0 ? std::min<std::int64_t>(8, (cols + piece - 1) / piece) : splits, kStageMaxCols);
+  if (split.splits > 1 && !clusters_available(opt.backend))
+    throw std::invalid_argument("tilefuse softmax_staged: " + std::to_string(cols) + " columns need a cluster of " +
+                                std::to_string(split.splits) + " programs, which needs sm_90; this GPU is " +
+                                driver::device().arch() + " (kernels::softmax_looped runs anywhere)");
+  with_stage(split.chunk, [&]<int STAGE>() {
+    static std::mutex mutex;
+    static std::map<std::int64_t, std::unique_ptr<Kernel<&softmax_staged_program<T, STAGE, kStagePiece>>>> kernels;
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto& k = kernels[split.splits];
+    if (!k) {
+      KernelOptions o = staged_kernel_options(STAGE * element_bytes_of<T>(), {"in", "out", "stride", "n_cols", "chunk", "splits"});
+      o.cluster_size = static_cast<int>(split.splits);
+      k = std::make_unique<Kernel<&softmax_staged_program<T, STAGE, kStagePiece>>>(
+          "softmax_staged" + std::to_string(split.splits) + "_" + std::to_string(STAGE), o);
+    }
+    k->launch(LaunchConfig({rows * split.splits}, opt.backend, opt.stream), in, out, cols, cols, split.chunk, split.splits);
+  });
+}
+
 /// Which softmax kernel softmax_auto runs.
 enum class RowVariant {
   automatic,    ///< one program per row up to 16384 columns, a cluster up to 131072 (sm_90), looped above
   one_program,  ///< softmax(): reads once, rows up to 16384 columns (an error above)
   looped,       ///< softmax_looped(): any width, reads twice
   cluster,      ///< softmax_cluster(): reads once, rows up to 131072 columns, sm_90 thread-block clusters
+  staged,       ///< softmax_staged(): reads once through shared memory, rows up to 262144 columns
 };
 
 /// out = softmax(in) for rows of any width, with the kernel chosen from the width (or by `variant`): the
@@ -349,6 +436,7 @@ void softmax_auto(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const
   switch (variant) {
     case RowVariant::one_program: return softmax(in, out, rows, cols, opt);
     case RowVariant::cluster: return softmax_cluster(in, out, rows, cols, opt);
+    case RowVariant::staged: return softmax_staged(in, out, rows, cols, opt);
     default: return softmax_looped(in, out, rows, cols, opt);
   }
 }

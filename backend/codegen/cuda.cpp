@@ -96,6 +96,32 @@ __device__ __forceinline__ float tf_cluster_read(const float* slot, unsigned ran
 }
 )";
 
+// Emitted only into kernels that copy into stages: a copy of 4, 8 or 16 bytes from global to shared
+// memory that does not wait for the data (cp.async, sm_80 and later; `on` false writes zeros and reads
+// nothing), and the wait for all of this thread's copies.
+constexpr const char* kCopyPrelude = R"(// ---- tilefuse asynchronous copies ----
+template <int Bytes> struct alignas(Bytes) tf_chunk { unsigned w[Bytes / 4]; };
+template <int Bytes> __device__ __forceinline__ void tf_copy_async(void* dst, const void* src, bool on) {
+#if __CUDA_ARCH__ >= 800
+  unsigned d;
+  asm volatile("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }" : "=r"(d) : "l"(dst));
+  if (Bytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(d), "l"(src), "r"(on ? 16 : 0) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" :: "r"(d), "l"(src), "n"(Bytes), "r"(on ? Bytes : 0) : "memory");
+#else
+  tf_chunk<Bytes> c = {};
+  if (on) c = *reinterpret_cast<const tf_chunk<Bytes>*>(src);
+  *reinterpret_cast<tf_chunk<Bytes>*>(dst) = c;
+#endif
+}
+__device__ __forceinline__ void tf_copy_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+)";
+
 // Register type of a value's elements.
 std::string reg_type(const ir::ValueType& t) {
   if (t.pointer) {
@@ -191,6 +217,7 @@ class Emitter {
     ir::walk(fn_.body, [&](const ir::Instr& in) {
       if (in.result >= 0) def_[in.result] = &in;
     });
+    stage_owned_ = stages_owned();
   }
 
   std::string run() {
@@ -210,6 +237,9 @@ class Emitter {
     ir::walk(fn_.body, [&](const ir::Instr& in) { cluster_reductions_left_ += ir::is_cluster_reduction(in.op) ? 1 : 0; });
     const bool cluster = cluster_reductions_left_ > 0 && opt_.cluster_size > 1;
     if (cluster) os_ << kClusterPrelude << "\n";
+    bool copies = false;
+    ir::walk(fn_.body, [&](const ir::Instr& in) { copies = copies || in.op == Op::stage_copy; });
+    if (copies) os_ << kCopyPrelude << "\n";
     signature();
     if (packed_) {
       // Warp w of the block runs program blockIdx.x * P + w; the grid's last block may hold fewer programs.
@@ -222,6 +252,7 @@ class Emitter {
     if (uses_reduction() && opt_.num_warps > 1) os_ << "  const int lane = tid & 31;\n  const int warp = tid >> 5;\n";
     for (const auto& [n, l] : layouts_)
       if (l.n < threads_) os_ << "  const bool live" << n << " = tid < " << n << ";\n";
+    declare_stages();
     for (const ir::Instr& in : fn_.body) instr(in);
     // The other blocks may still read this block's slots: it leaves only when all have passed their last read.
     if (cluster) os_ << "  tf_cluster_wait();\n";
@@ -287,13 +318,13 @@ class Emitter {
   const passes::TileLayout& layout(const ir::ValueType& t) const { return layouts_.at(t.dims[0]); }
   int per_thread(const ir::ValueType& t) const { return t.rank == 0 ? 1 : layout(t).per_thread; }
 
-  // Tile index held by element e of this thread (e is an unrolled loop variable).
-  std::string index_expr(const passes::TileLayout& l) const {
+  // Tile index held by element `e` of this thread (an unrolled loop variable).
+  std::string index_expr(const passes::TileLayout& l, const std::string& e = "e") const {
     const int tv = l.threads * l.vector;
     if (l.per_thread == 1) return "tid";
-    if (l.vector == l.per_thread) return "tid * " + std::to_string(l.vector) + " + e";
-    return "(e / " + std::to_string(l.vector) + ") * " + std::to_string(tv) + " + tid * " + std::to_string(l.vector) +
-           " + e % " + std::to_string(l.vector);
+    if (l.vector == l.per_thread) return "tid * " + std::to_string(l.vector) + " + " + e;
+    return "(" + e + " / " + std::to_string(l.vector) + ") * " + std::to_string(tv) + " + tid * " + std::to_string(l.vector) +
+           " + " + e + " % " + std::to_string(l.vector);
   }
 
   std::string live(const ir::ValueType& t) const {
@@ -352,6 +383,11 @@ class Emitter {
   // for (iv = lo; iv < hi; iv += step) with the carried values in variables named after the block
   // arguments; yields go through temporaries first, so that carried values swap correctly.
   void loop(const ir::Instr& in) {
+    // Copies from before a loop that accesses stages but does not copy are waited for once, before it.
+    if (copies_pending_ && !copies_in(in.body) && stage_accesses_in(in.body)) {
+      os_ << "  tf_copy_wait();\n";
+      copies_pending_ = false;
+    }
     const std::size_t carried = in.block_args.size() - 1;
     for (std::size_t k = 0; k < carried; ++k) declare_copy(in.block_args[k + 1], in.args[k + 3]);
     os_ << "  for (int " << v(in.block_args[0]) << " = " << v(in.args[0]) << "; " << v(in.block_args[0]) << " < "
@@ -359,7 +395,11 @@ class Emitter {
     std::ostringstream body;
     std::swap(os_, body);
     ++loop_depth_;
+    // A copy in the body may still be in flight when the next iteration starts, and when the loop ends.
+    const bool body_copies = copies_in(in.body);
+    copies_pending_ = copies_pending_ || body_copies;
     for (const ir::Instr& b : in.body) instr(b);
+    copies_pending_ = copies_pending_ || body_copies;
     os_ << "  // yield" << (in.yields.empty() ? "" : " %") ;
     for (std::size_t k = 0; k < carried; ++k) os_ << (k ? ", %" : "") << in.yields[k];
     os_ << "\n";
@@ -458,7 +498,186 @@ class Emitter {
       case Op::loop: loop(in); break;
       case Op::cluster_max:
       case Op::cluster_sum: cluster_reduce(in); break;
+      case Op::stage_store:
+      case Op::stage_load: stage_access(in); break;
+      case Op::stage_copy: stage_copy(in); break;
     }
+  }
+
+  static bool stage_accesses_in(const std::vector<ir::Instr>& block) {
+    bool any = false;
+    ir::walk(block, [&](const ir::Instr& in) { any = any || ir::is_stage_access(in.op); });
+    return any;
+  }
+
+  static bool copies_in(const std::vector<ir::Instr>& block) {
+    bool any = false;
+    ir::walk(block, [&](const ir::Instr& in) { any = any || in.op == Op::stage_copy; });
+    return any;
+  }
+
+  // Before a stage access: this thread's copies must have landed (and, for a stage read across threads,
+  // everyone's: the barrier follows the wait).
+  void stage_sync(const ir::Instr& in) {
+    if (copies_pending_) {
+      os_ << "  tf_copy_wait();\n";
+      copies_pending_ = false;
+    }
+    if (!stage_owned_[in.index]) os_ << "  " << (packed_ ? "__syncwarp()" : "__syncthreads()") << ";\n";
+  }
+
+  // Which part of a stage a tile access at `offset` touches: `inside` when the offset keeps the whole tile
+  // in [0, N); `whole` when the tile is wholly inside or outside (an offset divisible by P, N a multiple of
+  // P), tested once by `tile_in`; else each element is tested (element_in).
+  struct StageBounds {
+    bool inside = false, whole = false;
+    std::string tile_in;
+  };
+  StageBounds stage_bounds(const ir::Instr& in, std::int64_t P) const {
+    const std::int64_t N = fn_.stages.at(in.index).size;
+    const passes::AxisInfo& oi = axis_[in.args[0]];
+    StageBounds b;
+    b.inside = oi.bounded && oi.min >= 0 && oi.max <= N - P;
+    b.whole = oi.divisibility >= P && N % P == 0;
+    if (!b.inside && b.whole) b.tile_in = "(unsigned)" + v(in.args[0]) + " < " + std::to_string(N) + "u";
+    return b;
+  }
+  std::string element_in(const ir::Instr& in, const StageBounds& b, const passes::TileLayout& l, const std::string& e) const {
+    if (b.inside || b.whole) return "";
+    return "(unsigned)(" + v(in.args[0]) + " + " + index_expr(l, e) + ") < " + std::to_string(fn_.stages.at(in.index).size) + "u";
+  }
+  static std::string all_of(const std::vector<std::string>& parts) {
+    std::string c;
+    for (const auto& p : parts)
+      if (!p.empty()) c += (c.empty() ? "" : " && ") + p;
+    return c;
+  }
+
+  // Global memory into a stage: runs of 4, 8 or 16 bytes as asynchronous copies (a run outside the mask
+  // writes zeros), anything narrower or unaligned element by element (synchronously).
+  void stage_copy(const ir::Instr& in) {
+    // No wait for earlier copies: they target other elements (two copies into one element with no access
+    // of the stage between them land in either order, as documented for tl::Stage::copy).
+    if (!stage_owned_[in.index]) os_ << "  " << (packed_ ? "__syncwarp()" : "__syncthreads()") << ";\n";
+    const ir::Stage& st = fn_.stages.at(in.index);
+    const auto& pt = fn_.values[in.args[1]];
+    const auto& l = layout(pt);
+    const std::string off = v(in.args[0]), base = "tf_stage" + std::to_string(in.index), p = v(in.args[1]);
+    const std::string S = storage_type(st.dtype);
+    const bool masked = in.args.size() == 3 && !known_true(in.args[2]);
+    const StageBounds b = stage_bounds(in, pt.dims[0]);
+    const int bytes = ir::dtype_bytes(st.dtype);
+    int W = std::min(vector_width(in.args[1]), l.vector);
+    while (W > 1 && axis_[in.args[0]].divisibility < W) W /= 2;
+    if (!b.inside && !b.whole) W = 1;
+    if (masked && !mask_constant_over(in.args[2], W)) W = 1;
+    const int E = l.per_thread;
+    if (W * bytes < 4) {
+      const std::string c = all_of({live(pt), b.tile_in, element_in(in, b, l, "e")});
+      const std::string value = masked ? v(in.args[2]) + "[e] ? *" + p + "[e] : (" + S + ")0" : "*" + p + "[e]";
+      os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) " << (c.empty() ? "" : "if (" + c + ") ") << base
+          << "[" << off << " + " << index_expr(l) << "] = " << value << ";\n";
+      return;
+    }
+    const std::string c = all_of({live(pt), b.tile_in, element_in(in, b, l, "e0")});
+    os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ")";
+    if (!c.empty()) os_ << " if (" << c << ")";
+    os_ << " tf_copy_async<" << W * bytes << ">(" << base << " + " << off << " + " << index_expr(l, "e0") << ", " << p
+        << "[e0], " << (masked ? v(in.args[2]) + "[e0]" : std::string("true")) << ");\n";
+    copies_pending_ = true;
+  }
+
+  // Stages live in the block's dynamic shared memory (the runtime passes ir::stage_bytes per program, times
+  // the programs a block packs), each 16-byte aligned so that runs move as 16-byte accesses.
+  void declare_stages() {
+    if (fn_.stages.empty()) return;
+    const std::int64_t per_program = ir::stage_bytes(fn_.stages);
+    os_ << "  extern __shared__ __align__(16) unsigned char tf_shared[];\n";
+    const std::string program_base = packed_ ? " + (threadIdx.x >> 5) * " + std::to_string(per_program) : "";
+    for (std::size_t k = 0; k < fn_.stages.size(); ++k) {
+      const ir::Stage& st = fn_.stages[k];
+      const std::string S = storage_type(st.dtype);
+      os_ << "  // stage @" << k << ": " << ir::dtype_name(st.dtype) << "[" << st.size << "], "
+          << (stage_owned_[k] ? "each thread reads back only what it wrote (no barriers)"
+                              : "read across threads (a barrier before each access)")
+          << "\n";
+      os_ << "  " << S << "* const tf_stage" << k << " = reinterpret_cast<" << S << "*>(tf_shared + "
+          << ir::stage_offset(fn_.stages, k) << program_base << ");\n";
+    }
+  }
+
+  // Whether every access of each stage moves tiles of one size P at offsets divisible by P: element q of
+  // the stage is then always element q % P of a tile, held by the same thread in every access.
+  std::vector<bool> stages_owned() const {
+    std::vector<bool> owned(fn_.stages.size(), true);
+    std::vector<std::int64_t> piece(fn_.stages.size(), 0);
+    ir::walk(fn_.body, [&](const ir::Instr& in) {
+      if (!ir::is_stage_access(in.op)) return;
+      const std::int64_t P = fn_.values[in.op == Op::stage_load ? in.result : in.args[1]].dims[0];
+      if (piece[in.index] == 0) piece[in.index] = P;
+      if (piece[in.index] != P || axis_[in.args[0]].divisibility < P) owned[in.index] = false;
+    });
+    return owned;
+  }
+
+  void stage_access(const ir::Instr& in) {
+    const bool store = in.op == Op::stage_store;
+    const ir::Stage& st = fn_.stages.at(in.index);
+    const ir::ValueId tile = store ? in.args[1] : in.result;
+    const auto& t = fn_.values[tile];
+    const auto& l = layout(t);
+    const std::int64_t P = t.dims[0];
+    const std::string off = v(in.args[0]), base = "tf_stage" + std::to_string(in.index);
+    const std::string S = storage_type(st.dtype);
+    const std::size_t mask_at = store ? 2 : 1;
+    const bool masked = in.args.size() > mask_at && !known_true(in.args[mask_at]);
+    const ir::ValueId mask = masked ? in.args[mask_at] : -1;
+    stage_sync(in);
+    // Elements outside [0, N) are masked off (see stage_bounds).
+    const StageBounds b = stage_bounds(in, P);
+    auto cond = [&](const std::string& e) {
+      return all_of({live(t), b.tile_in, element_in(in, b, l, e), masked ? v(mask) + "[" + e + "]" : ""});
+    };
+    const int E = l.per_thread;
+    const int bytes = ir::dtype_bytes(st.dtype);
+    int W = l.vector;
+    while (W > 1 && (W * bytes > 16 || axis_[in.args[0]].divisibility < W)) W /= 2;
+    if (!b.inside && !b.whole) W = 1;  // the bounds test is per element
+    if (masked && !mask_constant_over(mask, W)) W = 1;
+    const std::string r = store ? "" : v(in.result);
+    const std::string other = store ? "" : masked ? v(in.args[2]) + "[e]" : literal(t.dtype, 0);
+    if (!store) os_ << "  " << reg_type(t) << " " << r << "[" << E << "];\n";
+    if (W == 1) {
+      const std::string c = cond("e");
+      const std::string addr = base + "[" + off + " + " + index_expr(l) + "]";
+      os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) ";
+      if (store) os_ << (c.empty() ? "" : "if (" + c + ") ") << addr << " = " << to_storage(st.dtype, v(in.args[1]) + "[e]") << ";\n";
+      else os_ << r << "[e] = " << (c.empty() ? from_storage(st.dtype, addr) : c + " ? " + from_storage(st.dtype, addr) + " : " + other) << ";\n";
+      return;
+    }
+    const std::string c = cond("e0");
+    const std::string in_run = c.empty() ? "    " : "      ";
+    os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
+    if (!c.empty()) os_ << "    if (" << c << ") {\n";
+    os_ << in_run << S << " raw[" << W << "];\n";
+    const std::string addr = base + " + " + off + " + " + index_expr(l, "e0");
+    if (store) {
+      os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W << "; ++k) raw[k] = "
+          << to_storage(st.dtype, v(in.args[1]) + "[e0 + k]") << ";\n";
+      os_ << in_run << "tf_store_vec<" << S << ", " << W << ">(" << addr << ", raw);\n";
+    } else {
+      os_ << in_run << "tf_load_vec<" << S << ", " << W << ">(" << addr << ", raw);\n";
+      os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W << "; ++k) " << r << "[e0 + k] = "
+          << from_storage(st.dtype, "raw[k]") << ";\n";
+    }
+    if (!c.empty()) {
+      os_ << "    }";
+      if (!store)
+        os_ << " else {\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << r << "[e] = " << other
+            << ";\n    }";
+      os_ << "\n";
+    }
+    os_ << "  }\n";
   }
 
   // Every thread holds the program's scalar; thread 0 publishes it in a shared slot, and after a cluster
@@ -711,6 +930,8 @@ class Emitter {
   std::vector<passes::AxisInfo> axis_;
   std::vector<const ir::Instr*> def_;  // the instruction defining each value (null for loop block arguments)
   int loop_depth_ = 0;
+  std::vector<bool> stage_owned_;  // per stage: every thread reads back only what it wrote (stages_owned)
+  bool copies_pending_ = false;    // a stage copy may be in flight at this point of the emitted code
   std::vector<std::int64_t> root_;
   std::vector<bool> written_;
   std::ostringstream os_;

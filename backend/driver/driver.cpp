@@ -2,6 +2,7 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <cstdlib>
 
 #include <mutex>
 
@@ -34,6 +35,7 @@ struct Api {
   decltype(&::cuModuleUnload) module_unload = nullptr;
   decltype(&::cuModuleGetFunction) module_get_function = nullptr;
   decltype(&::cuLaunchKernel) launch_kernel = nullptr;
+  decltype(&::cuFuncSetAttribute) func_set_attribute = nullptr;
   decltype(&::cuStreamCreate) stream_create = nullptr;
   decltype(&::cuStreamDestroy) stream_destroy = nullptr;
   decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
@@ -98,7 +100,9 @@ State& state() {
         resolve(lib, "cuModuleLoadData", a.module_load_data, why) &&
         resolve(lib, "cuModuleUnload", a.module_unload, why) &&
         resolve(lib, "cuModuleGetFunction", a.module_get_function, why) &&
-        resolve(lib, "cuLaunchKernel", a.launch_kernel, why) && resolve(lib, "cuStreamCreate", a.stream_create, why) &&
+        resolve(lib, "cuLaunchKernel", a.launch_kernel, why) &&
+        resolve(lib, "cuFuncSetAttribute", a.func_set_attribute, why) &&
+        resolve(lib, "cuStreamCreate", a.stream_create, why) &&
         resolve(lib, "cuStreamDestroy_v2", a.stream_destroy, why) &&
         resolve(lib, "cuStreamSynchronize", a.stream_synchronize, why) &&
         resolve(lib, "cuEventCreate", a.event_create, why) && resolve(lib, "cuEventDestroy_v2", a.event_destroy, why) &&
@@ -119,13 +123,14 @@ State& state() {
     }
     CUdevice dev = 0;
     char name[256] = {};
-    int major = 0, minor = 0, sms = 0, l2 = 0;
+    int major = 0, minor = 0, sms = 0, l2 = 0, shared_optin = 0;
     std::size_t mem = 0;
     if (a.device_get(&dev, 0) != CUDA_SUCCESS || a.device_get_name(name, sizeof name, dev) != CUDA_SUCCESS ||
         a.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
         a.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS ||
         a.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS ||
         a.device_get_attribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev) != CUDA_SUCCESS ||
+        a.device_get_attribute(&shared_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) != CUDA_SUCCESS ||
         a.device_total_mem(&mem, dev) != CUDA_SUCCESS) {
       st.reason = "could not read the properties of CUDA device 0";
       return st;
@@ -138,6 +143,7 @@ State& state() {
     st.info.name = name;
     st.info.cc_major = major;
     st.info.cc_minor = minor;
+    st.info.max_shared_per_block = shared_optin;
     st.info.sm_count = sms;
     st.info.l2_bytes = l2;
     st.info.total_memory = mem;
@@ -231,6 +237,19 @@ void launch(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* 
   const CUresult r = api().launch_kernel(static_cast<CUfunction>(function), grid.x, grid.y, grid.z, block.x, block.y,
                                          block.z, shared_bytes, static_cast<CUstream>(stream), params, nullptr);
   if (r != CUDA_SUCCESS) check(r, "cuLaunchKernel", kernel);
+}
+
+void reserve_dynamic_shared(void* function, int bytes, const char* kernel) {
+  const auto f = static_cast<CUfunction>(function);
+  check(api().func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes), "cuFuncSetAttribute", kernel);
+  // As much of the L1/shared array as shared memory as the SM allows: stages decide how many programs fit.
+  // TILEFUSE_STAGE_CARVEOUT (a tuning knob for sweeps): another percentage, or -1 for the driver's choice.
+  static const int carveout = [] {
+    const char* v = std::getenv("TILEFUSE_STAGE_CARVEOUT");
+    return v && *v ? std::atoi(v) : static_cast<int>(CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
+  }();
+  if (carveout >= 0)
+    check(api().func_set_attribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout), "cuFuncSetAttribute", kernel);
 }
 
 RawLaunch raw_launch() { return reinterpret_cast<RawLaunch>(api().launch_kernel); }

@@ -33,6 +33,7 @@ struct DeviceInfo {
   int l2_bytes = 0;
   std::size_t total_memory = 0;
   int driver_version = 0;
+  int max_shared_per_block = 0;  ///< bytes of shared memory one thread block may opt in to
   /// "sm_90" for compute capability 9.0.
   std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
 };
@@ -83,6 +84,10 @@ struct Dim3 {
 /// Launches `function`; `params` points to one pointer per kernel parameter. Errors name `kernel`.
 void launch(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params,
             const char* kernel);
+
+/// Lets `function` take `bytes` of dynamic shared memory per block (above the default 48 KB too) and
+/// prefers the largest shared-memory carveout of the SM. Errors name `kernel`.
+void reserve_dynamic_shared(void* function, int bytes, const char* kernel);
 
 /// The raw cuLaunchKernel entry point, for benchmarks that compare against a launch with no wrapper.
 using RawLaunch = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,

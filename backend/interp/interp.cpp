@@ -62,6 +62,14 @@ class Program {
   void start(std::int64_t px, std::int64_t py, std::int64_t pz, std::int64_t gx, std::int64_t gy, std::int64_t gz) {
     pid_[0] = px, pid_[1] = py, pid_[2] = pz;
     grid_[0] = gx, grid_[1] = gy, grid_[2] = gz;
+    // Each program starts with fresh stages. Shared memory holds garbage until written: floats start as
+    // NaN and integers as a pattern, so that a read of an element no store wrote shows in the results.
+    stages_.resize(fn_.stages.size());
+    for (std::size_t k = 0; k < fn_.stages.size(); ++k) {
+      const ir::Stage& st = fn_.stages[k];
+      if (ir::is_float(st.dtype)) stages_[k].f.assign(st.size, std::numeric_limits<double>::quiet_NaN());
+      else stages_[k].i.assign(st.size, wrap(st.dtype, 0x5a5a5a5a5a5a5a5all));
+    }
   }
 
   /// Runs top-level instructions from `pc` up to the next cluster reduction (left for the caller, which
@@ -272,6 +280,50 @@ class Program {
         }
         return;
       }
+      case Op::stage_store: {
+        // Element offset + j of the stage, where the mask allows and inside the stage (outside: dropped).
+        Value& st = stages_[in.index];
+        const DType dt = fn_.stages[in.index].dtype;
+        const std::int64_t off = ix(0, 0), n = fn_.stages[in.index].size;
+        const bool masked = in.args.size() == 3;
+        for (std::size_t j = 0; j < size(in.args[1]); ++j) {
+          const std::int64_t q = off + static_cast<std::int64_t>(j);
+          if ((masked && ix(2, j) == 0) || q < 0 || q >= n) continue;
+          if (ir::is_float(dt)) st.f[q] = round_to(dt, fx(1, j));
+          else st.i[q] = wrap(dt, ix(1, j));
+        }
+        return;
+      }
+      case Op::stage_copy: {
+        // Completes at once here; on the GPU it completes before the stage's next access, with the same result.
+        Value& st = stages_[in.index];
+        const DType dt = fn_.stages[in.index].dtype;
+        const std::int64_t off = ix(0, 0), n = fn_.stages[in.index].size;
+        const int base = arg(1).base;
+        const bool masked = in.args.size() == 3;
+        for (std::size_t j = 0; j < size(in.args[1]); ++j) {
+          const std::int64_t q = off + static_cast<std::int64_t>(j);
+          if (q < 0 || q >= n) continue;
+          const bool on = !masked || ix(2, j) != 0;
+          if (ir::is_float(dt)) st.f[q] = on ? read_float(in, base, ix(1, j), dt) : 0.0;
+          else st.i[q] = on ? read_int(in, base, ix(1, j), dt) : 0;
+        }
+        return;
+      }
+      case Op::stage_load: {
+        const Value& st = stages_[in.index];
+        const DType dt = fn_.stages[in.index].dtype;
+        const std::int64_t off = ix(0, 0), n = fn_.stages[in.index].size;
+        const bool masked = in.args.size() == 3;
+        Value& r = make(in);
+        for (std::size_t j = 0; j < size(in.result); ++j) {
+          const std::int64_t q = off + static_cast<std::int64_t>(j);
+          const bool on = (!masked || ix(1, j) != 0) && q >= 0 && q < n;
+          if (ir::is_float(dt)) r.f[j] = on ? st.f[q] : (masked ? fx(2, j) : 0.0);
+          else r.i[j] = on ? st.i[q] : (masked ? ix(2, j) : 0);
+        }
+        return;
+      }
       case Op::rand: {
         Value& r = make(in);
         const std::uint64_t seed = static_cast<std::uint64_t>(ix(0, 0));
@@ -382,6 +434,7 @@ class Program {
   const ir::Function& fn_;
   std::span<const HostArg> args_;
   std::vector<Value> vals_;
+  std::vector<Value> stages_;  // this program's stages (Value's f or i by the stage's dtype)
   std::int64_t pid_[3] = {0, 0, 0};
   std::int64_t grid_[3] = {1, 1, 1};
 };

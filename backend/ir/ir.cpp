@@ -97,14 +97,28 @@ const char* op_name(Op op) {
     case Op::loop: return "loop";
     case Op::cluster_max: return "cluster_max";
     case Op::cluster_sum: return "cluster_sum";
+    case Op::stage_store: return "stage_store";
+    case Op::stage_load: return "stage_load";
+    case Op::stage_copy: return "stage_copy";
   }
   return "?";
 }
 
 bool is_pure(Op op) {
   // A cluster reduction is a barrier every program of the cluster must reach: never merged or dropped.
-  return op != Op::load && op != Op::store && op != Op::param && op != Op::loop && !is_cluster_reduction(op);
+  return op != Op::load && op != Op::store && op != Op::param && op != Op::loop && !is_cluster_reduction(op) &&
+         !is_stage_access(op);
 }
+
+bool is_stage_access(Op op) { return op == Op::stage_store || op == Op::stage_load || op == Op::stage_copy; }
+
+std::int64_t stage_offset(const std::vector<Stage>& stages, std::size_t index) {
+  std::int64_t bytes = 0;
+  for (std::size_t k = 0; k < index && k < stages.size(); ++k) bytes += (stages[k].size * dtype_bytes(stages[k].dtype) + 15) / 16 * 16;
+  return bytes;
+}
+
+std::int64_t stage_bytes(const std::vector<Stage>& stages) { return stage_offset(stages, stages.size()); }
 
 bool is_cluster_reduction(Op op) { return op == Op::cluster_max || op == Op::cluster_sum; }
 
@@ -179,6 +193,9 @@ std::string print(const Function& fn, const Instr& in) {
     case Op::program_id:
     case Op::num_programs: os << " " << in.index; break;
     case Op::constant: os << " " << number_text(in.number); break;
+    case Op::stage_store:
+    case Op::stage_load:
+    case Op::stage_copy: os << " @" << in.index; break;
     default: break;
   }
   for (std::size_t i = 0; i < in.args.size(); ++i) os << (i ? ", %" : " %") << in.args[i];
@@ -192,6 +209,8 @@ std::string print(const Function& fn) {
   for (std::size_t i = 0; i < fn.params.size(); ++i)
     os << (i ? ", " : "") << fn.params[i].name << ": " << fn.params[i].type.str();
   os << ") {\n";
+  for (std::size_t k = 0; k < fn.stages.size(); ++k)
+    os << "  stage @" << k << " : " << dtype_name(fn.stages[k].dtype) << "[" << fn.stages[k].size << "]\n";
   print_block(fn, fn.body, 1, os);
   os << "}\n";
   return os.str();
@@ -248,7 +267,8 @@ void verify(const Function& fn) {
     for (ValueId a : in.args) use(in, a);
     auto arg = [&](std::size_t i) -> const ValueType& { return fn.values[in.args.at(i)]; };
     const bool has_result = in.result >= 0;
-    if ((in.op == Op::store) == has_result) fail(in, has_result ? "store has a result" : "missing result");
+    const bool no_result = in.op == Op::store || in.op == Op::stage_store || in.op == Op::stage_copy;
+    if (no_result == has_result) fail(in, has_result ? "a store has no result" : "missing result");
     const ValueType* r = has_result ? &fn.values.at(in.result) : nullptr;
     auto need_args = [&](std::size_t lo, std::size_t hi) {
       if (in.args.size() < lo || in.args.size() > hi) fail(in, "wrong number of operands");
@@ -347,6 +367,25 @@ void verify(const Function& fn) {
           fail(in, "cluster reductions take and give an f32 scalar");
         if (loop_depth > 0) fail(in, "cluster reductions cannot be inside a loop (every program must reach each one)");
         break;
+      case Op::stage_store:
+      case Op::stage_load:
+      case Op::stage_copy: {
+        if (in.index < 0 || in.index >= static_cast<std::int64_t>(fn.stages.size())) fail(in, "no such stage");
+        const Stage& st = fn.stages[in.index];
+        const bool store = in.op != Op::stage_load;  // stage_store and stage_copy: (offset, tile [, mask])
+        need_args(store ? 2 : 1, 3);
+        if (!(arg(0) == ValueType{DType::i32, false, 0, {1, 1}})) fail(in, "a stage offset is an i32 scalar");
+        const ValueType& tile = store ? arg(1) : *r;
+        if (tile.rank != 1 || tile.pointer != (in.op == Op::stage_copy) || tile.dtype != st.dtype || tile.dims[0] > st.size)
+          fail(in, in.op == Op::stage_copy ? "a stage copies through a 1D tile of pointers to its dtype, at most the stage's size"
+                                           : "a stage access moves a 1D tile of the stage's dtype, at most the stage's size");
+        const std::size_t mask_at = store ? 2 : 1;
+        if (in.args.size() > mask_at && (arg(mask_at).dtype != DType::i1 || arg(mask_at).rank != 1 || arg(mask_at).dims != tile.dims))
+          fail(in, "a stage access mask is an i1 tile of the accessed shape");
+        if (!store && in.args.size() == 3 && !(arg(2) == *r)) fail(in, "stage_load other must have the result type");
+        if (!store && in.args.size() == 2) fail(in, "a masked stage_load needs its other value");
+        break;
+      }
       case Op::loop:
         break;  // handled above
     }
@@ -360,6 +399,7 @@ Function renumber(const Function& fn) {
   Function out;
   out.name = fn.name;
   out.params = fn.params;
+  out.stages = fn.stages;
   std::vector<ValueId> remap(fn.values.size(), -1);
   auto fresh = [&](ValueId old) {
     remap.at(old) = out.add_value(fn.values.at(old));

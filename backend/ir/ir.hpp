@@ -60,6 +60,10 @@ enum class Op : std::uint8_t {
   loop,          ///< (lo, hi, step, init...): runs `body` for iv = lo, lo + step, ... < hi, carrying values
   rand,          ///< (seed, offsets): f32 uniform in [0, 1) from Philox4x32-10 keyed by seed, counter offsets
   cluster_max, cluster_sum,  ///< (f32 scalar) combined over the programs of a thread-block cluster
+  stage_store,   ///< stage `index`: (offset, value [, mask]) writes value[i] to element offset + i; no result
+  stage_load,    ///< stage `index`: (offset [, mask [, other]]) reads element offset + i (other where masked)
+  stage_copy,    ///< stage `index`: (offset, ptrs [, mask]) copies *ptrs[i] (0 where masked) to element offset + i,
+                 ///< asynchronously (it completes before the stage is next accessed); no result
 };
 
 /// Name of an op as the printer spells it.
@@ -70,6 +74,8 @@ bool is_pure(Op op);
 bool is_reduction(Op op);
 /// True for the reductions across a cluster's programs (every program of the cluster must reach them).
 bool is_cluster_reduction(Op op);
+/// True for stage_store, stage_load and stage_copy.
+bool is_stage_access(Op op);
 
 /// Index of an SSA value in Function::values; -1 means none.
 using ValueId = int;
@@ -82,7 +88,7 @@ struct Instr {
   Op op = Op::constant;
   ValueId result = -1;
   std::vector<ValueId> args;
-  std::int64_t index = 0;  ///< param number, axis, or arange length
+  std::int64_t index = 0;  ///< param number, axis, arange length, or stage number
   double number = 0.0;     ///< constant value
   std::string where;       ///< "file:line" of the DSL call that made it, when known
   std::vector<ValueId> block_args;  ///< loop: induction variable, then carried values
@@ -106,10 +112,24 @@ struct Param {
   ValueType type;
 };
 
+/// A tile that lives in shared memory for a program's lifetime (tl::Stage): `size` elements of `dtype`.
+/// Elements are stored in the dtype's memory format (f16/bf16 as 16 bits).
+struct Stage {
+  DType dtype = DType::f32;
+  std::int64_t size = 0;
+  friend bool operator==(const Stage&, const Stage&) = default;
+};
+
+/// Bytes of shared memory one program's stages take, each starting 16-byte aligned.
+std::int64_t stage_bytes(const std::vector<Stage>& stages);
+/// Byte offset of stage `index` in a program's shared memory (as stage_bytes lays them out).
+std::int64_t stage_offset(const std::vector<Stage>& stages, std::size_t index);
+
 /// A traced tile program.
 struct Function {
   std::string name;
   std::vector<Param> params;
+  std::vector<Stage> stages;      ///< shared-memory stages, numbered by position
   std::vector<ValueType> values;  ///< type of every SSA value, indexed by ValueId
   std::vector<Instr> body;        ///< in program order; operands are defined before use
 

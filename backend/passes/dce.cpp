@@ -5,12 +5,14 @@
 namespace tilefuse::passes {
 
 ir::Function dce(const ir::Function& fn) {
-  // Roots: stores, parameters, loads (they may fault on bad addresses, as the source asked) and loops
-  // whose bodies store. A live loop keeps its bounds, initial values and yields alive.
+  // Roots: stores (to memory or a stage), parameters, loads (they may fault on bad addresses, as the
+  // source asked), stage loads (their barriers pair with other threads') and loops whose bodies store. A live loop keeps its bounds, initial values and yields alive.
   std::vector<bool> live(fn.values.size(), false);
   std::function<bool(const std::vector<ir::Instr>&)> has_store = [&](const std::vector<ir::Instr>& block) {
     for (const auto& in : block)
-      if (in.op == ir::Op::store || (in.op == ir::Op::loop && has_store(in.body))) return true;
+      if (in.op == ir::Op::store || in.op == ir::Op::stage_store || in.op == ir::Op::stage_copy ||
+          (in.op == ir::Op::loop && has_store(in.body)))
+        return true;
     return false;
   };
   auto keeps = [&](const ir::Instr& in) {

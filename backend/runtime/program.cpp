@@ -70,6 +70,7 @@ struct Program::Gpu {
     std::shared_ptr<const nvrtc::Compiled> compiled;
     std::unique_ptr<driver::Module> module;
     void* function = nullptr;
+    unsigned shared_bytes = 0;  // dynamic shared memory per block: the stages of its programs
   };
   std::mutex mutex;
   std::vector<std::unique_ptr<Entry>> entries;
@@ -233,6 +234,16 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
         e->compiled = cache::KernelCache::global().get(source, symbol, nvrtc::options_for(driver::device().arch()));
         e->module = std::make_unique<driver::Module>(e->compiled->cubin, fn_.name);
         e->function = e->module->function(symbol);
+        const std::int64_t shared = ir::stage_bytes(fn_.stages) * spec.programs_per_block;
+        if (shared > 0) {
+          const int limit = driver::device().max_shared_per_block;
+          if (shared > limit)
+            throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': its stages take " + std::to_string(shared) +
+                                        " bytes of shared memory per thread block, more than the " + std::to_string(limit) +
+                                        " bytes " + driver::device().name + " allows; use smaller stages");
+          driver::reserve_dynamic_shared(e->function, static_cast<int>(shared), fn_.name.c_str());
+          e->shared_bytes = static_cast<unsigned>(shared);
+        }
         entry = e.get();
         gpu_->entries.push_back(std::move(e));
       }
@@ -245,7 +256,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
   const driver::Dim3 grid{static_cast<unsigned>((config.grid.x + packed - 1) / packed),
                           static_cast<unsigned>(config.grid.y), static_cast<unsigned>(config.grid.z)};
   const driver::Dim3 block{static_cast<unsigned>(32 * options_.num_warps * packed), 1, 1};
-  driver::launch(entry->function, grid, block, 0, config.stream, params, fn_.name.c_str());
+  driver::launch(entry->function, grid, block, entry->shared_bytes, config.stream, params, fn_.name.c_str());
 }
 
 void* Program::last_function() const {

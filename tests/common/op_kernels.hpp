@@ -130,4 +130,29 @@ void int_ops_program(tl::Ptr<tl::i32> a, tl::Ptr<tl::i32> b, tl::Ptr<tl::i32> ou
   tl::store(out + k * n + tl::program_id(0), tl::program_id(0) + tl::num_programs(0));
 }
 
+/// Stage semantics in one program: a masked copy of x[0, 256) into a 512-element stage at `at` (the
+/// masked tail copies 0), read back as y; then 2x over the same elements and a read of 128 elements at
+/// at + 64 under a mask (other -1) as z, which other threads wrote (a barrier). Elements outside the stage
+/// are dropped on write and read as `other` (0 where none is given).
+inline void stage_program(tl::Ptr<tl::f32> x, tl::Ptr<tl::f32> y, tl::Ptr<tl::f32> z, tl::Scalar<tl::i32> n,
+                          tl::Scalar<tl::i32> at) {
+  auto c256 = tl::arange<256>();
+  auto c128 = tl::arange<128>();
+  tl::Stage<tl::f32, 512> stage;
+  stage.copy(at, x + c256, c256 < n);
+  tl::store(y + c256, stage.load<256>(at));
+  stage.store(at, tl::load(x + c256, c256 < n) * 2.0);
+  tl::store(z + c128, stage.load<128>(at + 64, c128 < 100, -1.0));
+}
+
+/// The float64 meaning of stage_program: y and z for inputs x, n and at.
+inline void stage_reference(const std::vector<float>& x, int n, int at, std::vector<double>& y, std::vector<double>& z) {
+  auto in_stage = [&](int q) { return q >= 0 && q < 512; };
+  y.assign(256, 0.0);
+  z.assign(128, -1.0);
+  for (int i = 0; i < 256; ++i) y[i] = in_stage(at + i) && i < n ? x[i] : 0.0;
+  for (int j = 0; j < 100; ++j)
+    if (in_stage(at + 64 + j)) z[j] = 64 + j < n ? 2.0 * x[64 + j] : 0.0;
+}
+
 }  // namespace tilefuse::testkit

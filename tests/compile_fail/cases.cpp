@@ -37,6 +37,14 @@ void program(tl::Ptr<tl::f32> x, tl::Ptr<tl::i32> idx, tl::Scalar<tl::i32> n) {
 #ifdef CASE_POINTER_TIMES
   auto bad = (x + cols) * 2;
 #endif
+#ifdef CASE_STAGE_WRONG_DTYPE
+  tl::Stage<tl::f16, 256> stage;
+  stage.store(0, v);
+#endif
+#ifdef CASE_STAGE_TOO_SMALL
+  tl::Stage<tl::f32, 64> stage;
+  auto bad = stage.load<128>(0);
+#endif
 #ifdef CASE_LOOP_CARRIES_POINTER
   auto bad = tl::for_range(0, n, 1, std::tuple{x}, [&](auto, auto p) { return std::tuple{p + 1}; });
 #endif

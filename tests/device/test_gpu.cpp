@@ -163,14 +163,15 @@ TEST_F(Gpu, InterpreterRunsOnDeviceBuffers) {
 
 // Which LayerNorm entry point a check runs (the looped and split kernels' one-pass shifted variance
 // allows 1e-4 on rstd; layernorm_auto takes the looped kernel above 16384 columns).
-enum class NormVariant { one_program, looped, automatic, split, cluster };
+enum class NormVariant { one_program, looped, automatic, split, cluster, staged };
 
 template <class H>
 // mean 1e4: same tolerance. `looped`: the looped kernel, whose one-pass shifted variance allows 1e-4 on rstd.
 void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, NormVariant variant = NormVariant::one_program,
                      std::int64_t splits = 1) {
   const auto seed = std::random_device{}();
-  const char* names[] = {"layernorm ", "layernorm_looped ", "layernorm_auto ", "layernorm_split ", "layernorm_cluster "};
+  const char* names[] = {"layernorm ", "layernorm_looped ", "layernorm_auto ", "layernorm_split ", "layernorm_cluster ",
+                         "layernorm_staged "};
   SCOPED_TRACE(std::string(names[static_cast<int>(variant)]) + "splits " + std::to_string(splits) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, mean, 1.f);
@@ -205,6 +206,10 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, Nor
     case NormVariant::cluster:
       kernels::layernorm_cluster(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu}, splits);
       kernels::layernorm_cluster(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter}, splits);
+      break;
+    case NormVariant::staged:
+      kernels::layernorm_staged(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::gpu});
+      kernels::layernorm_staged(hx, hw, hb, interp, istats, rows, cols, 1e-5f, {Backend::interpreter});
       break;
   }
   const bool looped = variant == NormVariant::looped || variant == NormVariant::split ||
@@ -273,10 +278,10 @@ TEST_F(Gpu, LayerNormLoopedWideRows) {
 }
 
 template <class H>
-// `variant`: 0 softmax_looped, 1 softmax_auto, 2 softmax_cluster.
+// `variant`: 0 softmax_looped, 1 softmax_auto, 2 softmax_cluster, 3 softmax_staged.
 void check_softmax_looped(std::int64_t rows, std::int64_t cols, int variant = 0) {
   const auto seed = std::random_device{}();
-  const char* names[] = {"softmax_looped ", "softmax_auto ", "softmax_cluster "};
+  const char* names[] = {"softmax_looped ", "softmax_auto ", "softmax_cluster ", "softmax_staged "};
   SCOPED_TRACE(std::string(names[variant]) + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, 0.f, 3.f);
@@ -284,6 +289,7 @@ void check_softmax_looped(std::int64_t rows, std::int64_t cols, int variant = 0)
   y.fill_bytes(0xff);
   if (variant == 1) kernels::softmax_auto(x, y, rows, cols, {Backend::gpu});
   else if (variant == 2) kernels::softmax_cluster(x, y, rows, cols, {Backend::gpu});
+  else if (variant == 3) kernels::softmax_staged(x, y, rows, cols, {Backend::gpu});
   else kernels::softmax_looped(x, y, rows, cols, {Backend::gpu});
   const auto gpu = y.download();
   const auto ref = reference::softmax<H>(hx, rows, cols);
@@ -292,6 +298,7 @@ void check_softmax_looped(std::int64_t rows, std::int64_t cols, int variant = 0)
   EXPECT_LE(reference::worst_element<H>(gpu, ref, 1e-7, 4 * tol), 1.0);
   std::vector<H> interp(n, reference::from_float<H>(std::nanf("")));
   if (variant == 2) kernels::softmax_cluster(hx, interp, rows, cols, {Backend::interpreter});
+  else if (variant == 3) kernels::softmax_staged(hx, interp, rows, cols, {Backend::interpreter});
   else kernels::softmax_looped(hx, interp, rows, cols, {Backend::interpreter});
   std::vector<double> interp_d(n);
   for (std::size_t i = 0; i < n; ++i) interp_d[i] = reference::to_float(interp[i]);
@@ -337,6 +344,42 @@ TEST_F(Gpu, ClusterSoftmaxReadsOnce) {
   for (std::int64_t cols : {100, 16385, 50001, 70000, 131072}) check_softmax_looped<float>(6, cols, 2);
   check_softmax_looped<bfloat16>(64, 131072, 2);
   check_softmax_looped<half>(9, 40000, 2);
+}
+
+TEST_F(Gpu, StagedLayerNormReadsOnce) {
+  for (std::int64_t cols : {1, 7, 1000, 2048, 2049, 8192, 12288, 20000, 32768}) {
+    check_layernorm<float>(13, cols, 0.f, NormVariant::staged);
+    check_layernorm<half>(11, cols, 0.f, NormVariant::staged);
+    check_layernorm<bfloat16>(64, cols, 0.f, NormVariant::staged);
+  }
+  check_layernorm<float>(8, 12288, 1e4f, NormVariant::staged);
+}
+
+TEST_F(Gpu, StagedSoftmaxReadsOnce) {
+  // One program per row up to 32 KB of stage, clusters of programs above (2048x131072 bf16: 8 of 16384).
+  for (std::int64_t cols : {1, 100, 2049, 8192, 8193, 20001, 32768}) check_softmax_looped<float>(6, cols, 3);
+  check_softmax_looped<bfloat16>(64, 131072, 3);
+  check_softmax_looped<half>(9, 40000, 3);
+  check_softmax_looped<float>(3, 262144, 3);
+}
+
+TEST_F(Gpu, StageSemanticsMatchTheInterpreter) {
+  // Copies, stores and loads, inside and across the stage's bounds, owned and read across threads.
+  Kernel<&testkit::stage_program> k("stage", KernelOptions{2, {"x", "y", "z", "n", "at"}});
+  const auto hx = reference::random_vector<float>(256, 17);
+  DeviceBuffer<float> x(hx), y(256), z(128);
+  for (int n : {0, 100, 256})
+    for (int at : {0, 64, 256, 384, 448, 512, -64, 3}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " at " + std::to_string(at));
+      y.fill_bytes(0xff);
+      z.fill_bytes(0xff);
+      k.launch({{1}, Backend::gpu}, x, y, z, n, at);
+      std::vector<double> ry, rz;
+      testkit::stage_reference(hx, n, at, ry, rz);
+      const auto gy = y.download(), gz = z.download();
+      for (int i = 0; i < 256; ++i) ASSERT_EQ(gy[i], static_cast<float>(ry[i])) << "y[" << i << "]";
+      for (int j = 0; j < 128; ++j) ASSERT_EQ(gz[j], static_cast<float>(rz[j])) << "z[" << j << "]";
+    }
 }
 
 TEST_F(Gpu, LoopedSoftmaxWideRows) {

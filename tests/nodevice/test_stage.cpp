@@ -1,0 +1,181 @@
+// Shared-memory stages: tracing and IR, the interpreter's semantics (bounds, masks, unwritten elements),
+// the generated code (barriers only where threads read each other's elements, asynchronous copies and one
+// wait for them), NVRTC, and the staged LayerNorm and softmax against float64 in the interpreter.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/layernorm.hpp"
+#include "kernels/reference.hpp"
+#include "kernels/softmax.hpp"
+#include "tests/common/op_kernels.hpp"
+#include "tests/common/text.hpp"
+
+using namespace tilefuse;
+
+namespace {
+
+// Reads a stage nobody wrote.
+void unwritten_program(tl::Ptr<tl::f32> y) {
+  auto cols = tl::arange<64>();
+  tl::Stage<tl::f32, 64> stage;
+  tl::store(y + cols, stage.load<64>(0));
+}
+
+KernelOptions stage_options() { return KernelOptions{2, {"x", "y", "z", "n", "at"}}; }
+
+}  // namespace
+
+TEST(Stage, IrListsStagesAndVerifiesAccesses) {
+  Kernel<&testkit::stage_program> k("stage", stage_options());
+  const std::string ir = ir::print(k.program().ir());
+  EXPECT_NE(ir.find("stage @0 : f32[512]"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("stage_copy @0"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("stage_store @0"), std::string::npos) << ir;
+  EXPECT_EQ(test::occurrences(ir, "stage_load @0"), 2u) << ir;
+  // A stage access of another dtype, or of a stage that does not exist, fails verification.
+  ir::Function bad = k.program().ir();
+  bad.stages[0].dtype = ir::DType::f16;
+  EXPECT_THROW(ir::verify(bad), std::logic_error);
+  bad.stages.clear();
+  EXPECT_THROW(ir::verify(bad), std::logic_error);
+}
+
+TEST(Stage, InterpreterCopiesStoresAndLoadsWithBounds) {
+  Kernel<&testkit::stage_program> k("stage", stage_options());
+  auto x = reference::random_vector<float>(256, 11);
+  for (int n : {0, 100, 200, 256})
+    for (int at : {0, 64, 256, 384, 448, 512, -64}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " at " + std::to_string(at));
+      std::vector<float> y(256, std::nanf("")), z(128, std::nanf(""));
+      k.launch({{1}, Backend::interpreter}, x, y, z, n, at);
+      std::vector<double> ry, rz;
+      testkit::stage_reference(x, n, at, ry, rz);
+      for (int i = 0; i < 256; ++i) ASSERT_EQ(y[i], static_cast<float>(ry[i])) << "y[" << i << "]";
+      for (int j = 0; j < 128; ++j) ASSERT_EQ(z[j], static_cast<float>(rz[j])) << "z[" << j << "]";
+    }
+}
+
+TEST(Stage, UnwrittenElementsReadAsNaNInTheInterpreter) {
+  // Shared memory holds garbage until written; the interpreter makes such reads visible.
+  Kernel<&unwritten_program> k("unwritten", KernelOptions{1, {"y"}});
+  std::vector<float> y(64, 0.f);
+  k.launch({{1}, Backend::interpreter}, y);
+  for (float v : y) EXPECT_TRUE(std::isnan(v));
+}
+
+TEST(Stage, BarriersOnlyWhereThreadsShareElements) {
+  // stage_program reads 128-element tiles of a stage written in 256-element tiles: a barrier before
+  // every access; its copy is waited for before the next access.
+  Kernel<&testkit::stage_program> k("stage", stage_options());
+  const std::string src = k.program().cuda_source(k.program().default_specialization());
+  EXPECT_NE(src.find("extern __shared__ __align__(16) unsigned char tf_shared[];"), std::string::npos) << src;
+  EXPECT_NE(src.find("read across threads (a barrier before each access)"), std::string::npos) << src;
+  EXPECT_EQ(test::occurrences(src, "  __syncthreads();\n"), 4u) << src;
+  EXPECT_EQ(test::occurrences(src, "  tf_copy_wait();\n"), 1u) << src;
+  // `at` is only known to be a multiple of 16 here, so each element is tested against the stage's bounds
+  // and copied on its own (4 bytes, still asynchronous).
+  EXPECT_NE(src.find("tf_copy_async<4>("), std::string::npos) << src;
+  EXPECT_NE(src.find("(unsigned)(v4 + tid * 4 + e0) < 512u"), std::string::npos) << src;
+  // The staged LayerNorm moves 2048-column tiles at multiples of 2048: every thread reads back only what it
+  // copied, so its only barriers are its two block reductions, and it waits for the copies once, before
+  // the first pass over the stage.
+  using LN = Kernel<&kernels::layernorm_staged_program<tl::bf16, 12288, kernels::kStagePiece>>;
+  LN ln("layernorm_staged", kernels::staged_kernel_options(12288 * 2, {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"}));
+  const std::string lsrc = ln.program().cuda_source(ln.program().default_specialization());
+  EXPECT_NE(lsrc.find("each thread reads back only what it wrote (no barriers)"), std::string::npos) << lsrc;
+  EXPECT_EQ(test::occurrences(lsrc, "__syncthreads();"), 2u) << lsrc;
+  EXPECT_EQ(test::occurrences(lsrc, "  tf_copy_wait();\n"), 1u) << lsrc;
+  EXPECT_LT(lsrc.find("  tf_copy_wait();\n"), lsrc.find("stage_load")) << lsrc;
+  EXPECT_NE(lsrc.find("tf_copy_async<16>("), std::string::npos) << lsrc;
+  // sm_90 compiles both; the LayerNorm stays small enough for 8 programs per SM (within 40 registers).
+  EXPECT_EQ(k.program().compile(k.program().default_specialization(), "sm_90").spill_bytes, 0);
+  const auto info = ln.program().compile(ln.program().default_specialization(), "sm_90");
+  EXPECT_LE(info.registers, 40) << info.ptxas_log;
+  EXPECT_LE(info.spill_bytes, 32) << info.ptxas_log;
+}
+
+TEST(Stage, StageBytesAreAlignedPerStage) {
+  EXPECT_EQ(ir::stage_bytes({{ir::DType::bf16, 12288}}), 24576);
+  EXPECT_EQ(ir::stage_bytes({{ir::DType::f16, 3}, {ir::DType::f32, 4}}), 32);
+  EXPECT_EQ(ir::stage_offset({{ir::DType::f16, 3}, {ir::DType::f32, 4}}, 1), 16);
+}
+
+namespace {
+
+template <class H>
+void check_layernorm_staged(std::int64_t rows, std::int64_t cols, float mean = 0.f) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("layernorm_staged " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  auto x = reference::random_vector<H>(rows * cols, seed, mean, 1.f);
+  auto w = reference::random_vector<H>(cols, seed + 1);
+  auto b = reference::random_vector<H>(cols, seed + 2);
+  std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
+  kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows, std::nanf("")), std::vector<float>(rows, std::nanf(""))};
+  kernels::layernorm_staged(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter});
+  std::vector<double> mean_ref, rstd_ref;
+  const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
+  const double tol = reference::tolerance<H>();
+  EXPECT_LE(reference::relative_error<H>(y, ref), tol);
+  EXPECT_LE(reference::worst_element<H>(y, ref, 4 * tol, 4 * tol), 1.0);
+  EXPECT_LE(reference::worst_element<float>(stats.mean, mean_ref, 1e-6, 1e-5), 1.0);
+  EXPECT_LE(reference::relative_error<float>(stats.rstd, rstd_ref), 1e-5);  // exactly two-pass
+}
+
+template <class H>
+void check_softmax_staged(std::int64_t rows, std::int64_t cols, std::int64_t splits = 0) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("softmax_staged " + std::to_string(rows) + "x" + std::to_string(cols) + " splits " + std::to_string(splits) +
+               " seed " + std::to_string(seed));
+  auto x = reference::random_vector<H>(rows * cols, seed, 0.f, 3.f);
+  std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
+  kernels::softmax_staged(x, y, rows, cols, {Backend::interpreter}, splits);
+  const auto ref = reference::softmax<H>(x, rows, cols);
+  EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
+  EXPECT_LE(reference::worst_element<H>(y, ref, 1e-7, 4 * reference::tolerance<H>()), 1.0);
+}
+
+}  // namespace
+
+TEST(Stage, StagedLayerNormMatchesFloat64) {
+  for (std::int64_t cols : {1, 7, 1000, 2048, 2049, 4097, 12288}) {
+    check_layernorm_staged<float>(2, cols);
+    check_layernorm_staged<half>(2, cols);
+    check_layernorm_staged<bfloat16>(2, cols);
+  }
+  check_layernorm_staged<bfloat16>(1, kernels::kStageMaxCols);
+}
+
+TEST(Stage, StagedLayerNormIsTwoPassAtLargeMeans) { check_layernorm_staged<float>(3, 5000, 1e4f); }
+
+TEST(Stage, StagedSoftmaxMatchesFloat64) {
+  // One program per row up to 8192 f32 / 16384 bf16 columns (32 KB stages), clusters above.
+  for (std::int64_t cols : {1, 100, 2049, 8192, 20001}) check_softmax_staged<float>(2, cols);
+  check_softmax_staged<bfloat16>(2, 40000);
+  check_softmax_staged<half>(1, 16385);
+  check_softmax_staged<float>(2, 5000, 3);  // explicit splits, the last program's piece ragged
+}
+
+TEST(Stage, StagedSoftmaxTakesMinusInfinity) {
+  std::vector<float> x(3 * 1000, 0.f), y(x.size(), std::nanf(""));
+  for (int i = 0; i < 1000; i += 2) x[i] = -INFINITY;  // row 0: half -inf; row 2: all -inf but one
+  for (int i = 2000; i < 3000; ++i) x[i] = i == 2500 ? 1.f : -INFINITY;
+  kernels::softmax_staged(x, y, 3, 1000, {Backend::interpreter});
+  for (int i = 0; i < 1000; ++i) EXPECT_FLOAT_EQ(y[i], i % 2 ? 1.f / 500 : 0.f);
+  for (int i = 2000; i < 3000; ++i) EXPECT_EQ(y[i], i == 2500 ? 1.f : 0.f);
+}
+
+TEST(Stage, StagedKernelsRefuseRowsTheyCannotHold) {
+  std::vector<float> x(32769), w(32769), y(32769);
+  kernels::RowStats<std::vector<float>> stats{std::vector<float>(1), std::vector<float>(1)};
+  try {
+    kernels::layernorm_staged(x, w, w, y, stats, 1, 32769, 1e-5f, {Backend::interpreter});
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("layernorm_staged: cols = 32769 exceeds the staged limit of 32768"), std::string::npos)
+        << e.what();
+  }
+  std::vector<float> wide(262145), wide_out(262145);
+  EXPECT_THROW(kernels::softmax_staged(wide, wide_out, 1, 262145, {Backend::interpreter}), std::invalid_argument);
+}
