@@ -415,24 +415,34 @@ void softmax_staged(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, con
 
 /// Which softmax kernel softmax_auto runs.
 enum class RowVariant {
-  automatic,    ///< one program per row up to 16384 columns, a cluster up to 131072 (sm_90), looped above
+  automatic,    ///< one program per row up to 16384 columns, staged up to 8 programs of 32 KB (sm_90), looped above
   one_program,  ///< softmax(): reads once, rows up to 16384 columns (an error above)
   looped,       ///< softmax_looped(): any width, reads twice
   cluster,      ///< softmax_cluster(): reads once, rows up to 131072 columns, sm_90 thread-block clusters
   staged,       ///< softmax_staged(): reads once through shared memory, rows up to 262144 columns
 };
 
+/// Whether softmax_staged() takes rows of `cols` elements of `element_bytes` on `backend` in one program or
+/// a cluster of at most 8 whose pieces fit its shared-memory budget.
+inline bool softmax_staged_fits(std::int64_t cols, int element_bytes, Backend backend) {
+  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, softmax_stage_bytes() / element_bytes);
+  return cols <= piece || (cols <= 8 * piece && clusters_available(backend));
+}
+
 /// out = softmax(in) for rows of any width, with the kernel chosen from the width (or by `variant`): the
-/// one-program kernel where the row fits in one program's registers, a thread-block cluster where it fits
-/// in eight (on the H200 at 2048x131072 bf16: 404 us against 428 us looped), the looped one above or
-/// where clusters are missing (the split-row kernel, which needs scratch, is the caller's explicit choice).
+/// one-program kernel where the row fits in one program's registers (up to 16384 columns), the staged
+/// one where the row fits in at most eight programs' 32 KB stages (131072 bf16 or 65536 f32 columns; on the
+/// H200 at 4096x32768 f32: 317 us against 366 us for the register cluster and 390 looped), the looped one
+/// above (at 1024x262144 f32 the staged kernel's 128 KB stages took 874 us against 804 looped) or where
+/// clusters are missing. The split-row kernel, which needs scratch, is the caller's explicit choice.
 template <class Buf>
 void softmax_auto(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {},
                   RowVariant variant = RowVariant::automatic) {
+  using T = tl::dtype_of_host_t<element_of_t<Buf>>;
   if (variant == RowVariant::automatic)
-    variant = cols <= kSoftmaxMaxCols                                                 ? RowVariant::one_program
-              : cols <= kSoftmaxClusterMaxCols && clusters_available(opt.backend) ? RowVariant::cluster
-                                                                                  : RowVariant::looped;
+    variant = cols <= kSoftmaxMaxCols                                              ? RowVariant::one_program
+              : softmax_staged_fits(cols, element_bytes_of<T>(), opt.backend) ? RowVariant::staged
+                                                                               : RowVariant::looped;
   switch (variant) {
     case RowVariant::one_program: return softmax(in, out, rows, cols, opt);
     case RowVariant::cluster: return softmax_cluster(in, out, rows, cols, opt);

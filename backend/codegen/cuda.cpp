@@ -29,10 +29,26 @@ __device__ __forceinline__ float tf_round_bf16(float f) { return tf_bf16_to_f32(
 __device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
 // Tile math uses the hardware approximations, as Triton does: exp and exp2 through ex2.approx (relative
 // error about 2^-22, plus the rounding of x * log2(e)), tile division through div.full.f32 (2 ulp).
-__device__ __forceinline__ float tf_exp2(float x) { float y; asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+// (.ftz: results below 2^-126 flush to 0, which spares the range scaling around each ex2.)
+__device__ __forceinline__ float tf_exp2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 __device__ __forceinline__ float tf_exp(float x) { return tf_exp2(x * 1.44269504088896341f); }
 __device__ __forceinline__ float tf_div(float a, float b) { float y; asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }
 __device__ __forceinline__ long long tf_f2ll(float f) { return __float2ll_rz(f); }
+// Two floats rounded to f16 or bf16 and packed in one word, low element first: one instruction on sm_80+.
+__device__ __forceinline__ unsigned tf_pack_bf16x2(float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  unsigned d; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo)); return d;
+#else
+  return (unsigned)tf_f32_to_bf16(lo) | ((unsigned)tf_f32_to_bf16(hi) << 16);
+#endif
+}
+__device__ __forceinline__ unsigned tf_pack_f16x2(float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  unsigned d; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo)); return d;
+#else
+  return (unsigned)tf_f32_to_f16(lo) | ((unsigned)tf_f32_to_f16(hi) << 16);
+#endif
+}
 // W elements of S moved as one access of W * sizeof(S) bytes (16 bytes: one 128-bit transaction).
 template <int Bytes> struct tf_word;
 template <> struct tf_word<2> { typedef unsigned short type; };
@@ -504,6 +520,24 @@ class Emitter {
     }
   }
 
+  // Stores the run of W elements of register tile `val` at e0 to `addr` as one access: halves are rounded
+  // and packed two to a word (one conversion per pair), everything else converted element by element.
+  void store_run(const std::string& indent, DType dt, int W, const std::string& val, const std::string& addr) {
+    const bool narrow = dt == DType::f16 || dt == DType::bf16;
+    if (narrow && W >= 2) {
+      os_ << indent << "unsigned raw[" << W / 2 << "];\n";
+      os_ << "#pragma unroll\n" << indent << "for (int k = 0; k < " << W / 2 << "; ++k) raw[k] = "
+          << (dt == DType::bf16 ? "tf_pack_bf16x2(" : "tf_pack_f16x2(") << val << "[e0 + 2 * k], " << val << "[e0 + 2 * k + 1]);\n";
+      os_ << indent << "tf_store_vec<unsigned, " << W / 2 << ">(reinterpret_cast<unsigned*>(" << addr << "), raw);\n";
+      return;
+    }
+    const std::string S = storage_type(dt);
+    os_ << indent << S << " raw[" << W << "];\n";
+    os_ << "#pragma unroll\n" << indent << "for (int k = 0; k < " << W << "; ++k) raw[k] = " << to_storage(dt, val + "[e0 + k]")
+        << ";\n";
+    os_ << indent << "tf_store_vec<" << S << ", " << W << ">(" << addr << ", raw);\n";
+  }
+
   static bool stage_accesses_in(const std::vector<ir::Instr>& block) {
     bool any = false;
     ir::walk(block, [&](const ir::Instr& in) { any = any || ir::is_stage_access(in.op); });
@@ -659,13 +693,11 @@ class Emitter {
     const std::string in_run = c.empty() ? "    " : "      ";
     os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
     if (!c.empty()) os_ << "    if (" << c << ") {\n";
-    os_ << in_run << S << " raw[" << W << "];\n";
     const std::string addr = base + " + " + off + " + " + index_expr(l, "e0");
     if (store) {
-      os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W << "; ++k) raw[k] = "
-          << to_storage(st.dtype, v(in.args[1]) + "[e0 + k]") << ";\n";
-      os_ << in_run << "tf_store_vec<" << S << ", " << W << ">(" << addr << ", raw);\n";
+      store_run(in_run, st.dtype, W, v(in.args[1]), addr);
     } else {
+      os_ << in_run << S << " raw[" << W << "];\n";
       os_ << in_run << "tf_load_vec<" << S << ", " << W << ">(" << addr << ", raw);\n";
       os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W << "; ++k) " << r << "[e0 + k] = "
           << from_storage(st.dtype, "raw[k]") << ";\n";
@@ -852,10 +884,7 @@ class Emitter {
     const std::string all = run_in_mask(pred, masked ? in.args[2] : -1, W);
     const std::string in_run = all.empty() ? "    " : "      ";
     if (!all.empty()) os_ << "    if (" << all << ") {\n";
-    os_ << in_run << S << " raw[" << W << "];\n";
-    os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W << "; ++k) raw[k] = " << to_storage(dt, val + "[e0 + k]")
-        << ";\n";
-    os_ << in_run << "tf_store_vec<" << S << ", " << W << ">(" << p << "[e0], raw);\n";
+    store_run(in_run, dt, W, val, p + "[e0]");
     if (all.empty()) {
       os_ << "  }\n";
       return;

@@ -11,10 +11,26 @@ __device__ __forceinline__ float tf_round_bf16(float f) { return tf_bf16_to_f32(
 __device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
 // Tile math uses the hardware approximations, as Triton does: exp and exp2 through ex2.approx (relative
 // error about 2^-22, plus the rounding of x * log2(e)), tile division through div.full.f32 (2 ulp).
-__device__ __forceinline__ float tf_exp2(float x) { float y; asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+// (.ftz: results below 2^-126 flush to 0, which spares the range scaling around each ex2.)
+__device__ __forceinline__ float tf_exp2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 __device__ __forceinline__ float tf_exp(float x) { return tf_exp2(x * 1.44269504088896341f); }
 __device__ __forceinline__ float tf_div(float a, float b) { float y; asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }
 __device__ __forceinline__ long long tf_f2ll(float f) { return __float2ll_rz(f); }
+// Two floats rounded to f16 or bf16 and packed in one word, low element first: one instruction on sm_80+.
+__device__ __forceinline__ unsigned tf_pack_bf16x2(float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  unsigned d; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo)); return d;
+#else
+  return (unsigned)tf_f32_to_bf16(lo) | ((unsigned)tf_f32_to_bf16(hi) << 16);
+#endif
+}
+__device__ __forceinline__ unsigned tf_pack_f16x2(float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  unsigned d; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo)); return d;
+#else
+  return (unsigned)tf_f32_to_f16(lo) | ((unsigned)tf_f32_to_f16(hi) << 16);
+#endif
+}
 // W elements of S moved as one access of W * sizeof(S) bytes (16 bytes: one 128-bit transaction).
 template <int Bytes> struct tf_word;
 template <> struct tf_word<2> { typedef unsigned short type; };

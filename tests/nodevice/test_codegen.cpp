@@ -66,7 +66,9 @@ TEST(Codegen, HalfRowsUseEightElementAccesses) {
   auto& p = kernels::softmax_kernel<tl::f16, 4096>().program();
   const std::string src = p.cuda_source(Specialization{{16, 16, 8, 8}});
   EXPECT_EQ(occurrences(src, "tf_load_vec<tf_u16, 8>("), 1u);
-  EXPECT_EQ(occurrences(src, "tf_store_vec<tf_u16, 8>("), 1u);
+  // Stores round and pack two halves per word (cvt.rn.f16x2.f32), four words in one 16-byte access.
+  EXPECT_EQ(occurrences(src, "tf_pack_f16x2("), 2u);  // the prelude's definition and the store
+  EXPECT_EQ(occurrences(src, "tf_store_vec<unsigned, 4>("), 1u);
 }
 
 TEST(Codegen, UnalignedRowsFallBackToNarrowerAccesses) {
