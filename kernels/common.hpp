@@ -105,23 +105,36 @@ template <class F> struct row_element_bytes;
 template <class T, class... Rest>
 struct row_element_bytes<void (*)(tl::Ptr<T>, Rest...)> : std::integral_constant<int, element_bytes_of<T>()> {};
 
-/// The kernel of row program Fn (row tile BLOCK, elements of `element_bytes`) for clusters of
-/// `cluster_size` programs: one kernel per cluster size, made (and traced) on first use, with room asked
-/// for `resident_threads` threads per SM.
-template <auto Fn, int BLOCK>
-Kernel<Fn>& cluster_kernel(const char* name, int element_bytes, int cluster_size, std::initializer_list<const char*> params,
-                           int resident_threads = 0) {
+/// The kernel of program Fn for clusters of `cluster_size` programs: one kernel per cluster size, made
+/// (and traced) on first use with the KernelOptions `make_options()` returns, named
+/// name + cluster_size + "_" + tag.
+template <auto Fn, class MakeOptions>
+Kernel<Fn>& cluster_kernel(const char* name, int tag, MakeOptions&& make_options, int cluster_size) {
   static std::mutex mutex;
   static std::map<int, std::unique_ptr<Kernel<Fn>>> kernels;
   const std::lock_guard<std::mutex> lock(mutex);
   auto& k = kernels[cluster_size];
   if (!k) {
-    KernelOptions o =
-        row_kernel_options(element_bytes, BLOCK, std::vector<std::string>(params.begin(), params.end()), resident_threads);
-    o.cluster_size = cluster_size;
-    k = std::make_unique<Kernel<Fn>>(std::string(name) + std::to_string(cluster_size) + "_" + std::to_string(BLOCK), o);
+    KernelOptions options = make_options();
+    options.cluster_size = cluster_size;
+    k = std::make_unique<Kernel<Fn>>(std::string(name) + std::to_string(cluster_size) + "_" + std::to_string(tag),
+                                     std::move(options));
   }
   return *k;
+}
+
+/// The kernel of row program Fn (row tile BLOCK, elements of `element_bytes`) for clusters of
+/// `cluster_size` programs, with room asked for `resident_threads` threads per SM.
+template <auto Fn, int BLOCK>
+Kernel<Fn>& cluster_kernel(const char* name, int element_bytes, int cluster_size, std::initializer_list<const char*> params,
+                           int resident_threads = 0) {
+  return cluster_kernel<Fn>(
+      name, BLOCK,
+      [&] {
+        return row_kernel_options(element_bytes, BLOCK, std::vector<std::string>(params.begin(), params.end()),
+                                  resident_threads);
+      },
+      cluster_size);
 }
 
 /// How a row is spread over a thread-block cluster: `splits` programs of `chunk` columns each.

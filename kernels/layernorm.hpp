@@ -392,19 +392,20 @@ void layernorm_staged_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<
   });
   auto count = tl::cast<tl::f32>(n);
   auto mean_shifted = tl::sum(s1) / count;
+  // x - mean of the piece at `from`, as (x - shift) - mean_shifted: both differences are small.
+  auto centered = [&](auto from) { return (tl::cast<tl::f32>(stage.template load<PIECE>(from)) - shift) - mean_shifted; };
   auto [s2] = tl::for_range(zero, n, PIECE, std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, auto s2) {
-    auto centered = (tl::cast<tl::f32>(stage.template load<PIECE>(from)) - shift) - mean_shifted;
-    auto c = tl::where(from + cols < n, centered, 0.0);
+    auto c = tl::where(from + cols < n, centered(from), 0.0);
     return std::tuple{s2 + c * c};
   });
   auto rstd = 1.0 / tl::sqrt(tl::sum(s2) / count + eps);
   tl::for_range(zero, n, PIECE, [&](auto from) {
     auto idx = from + cols;
     auto mask = idx < n;
-    auto centered = (tl::cast<tl::f32>(stage.template load<PIECE>(from)) - shift) - mean_shifted;
+    auto c = centered(from);
     auto wv = tl::cast<tl::f32>(tl::load(w + idx, mask));
     auto bv = tl::cast<tl::f32>(tl::load(b + idx, mask));
-    tl::store(y + base + idx, tl::cast<T>(centered * rstd * wv + bv), mask);
+    tl::store(y + base + idx, tl::cast<T>(c * rstd * wv + bv), mask);
   });
   tl::store(mean_out + row, shift + mean_shifted);
   tl::store(rstd_out + row, rstd);

@@ -399,17 +399,11 @@ void softmax_staged(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, con
                                 std::to_string(split.splits) + " programs, which needs sm_90; this GPU is " +
                                 driver::device().arch() + " (kernels::softmax_looped runs anywhere)");
   with_stage(split.chunk, [&]<int STAGE>() {
-    static std::mutex mutex;
-    static std::map<std::int64_t, std::unique_ptr<Kernel<&softmax_staged_program<T, STAGE, kStagePiece>>>> kernels;
-    const std::lock_guard<std::mutex> lock(mutex);
-    auto& k = kernels[split.splits];
-    if (!k) {
-      KernelOptions o = staged_kernel_options(STAGE * element_bytes_of<T>(), {"in", "out", "stride", "n_cols", "chunk", "splits"});
-      o.cluster_size = static_cast<int>(split.splits);
-      k = std::make_unique<Kernel<&softmax_staged_program<T, STAGE, kStagePiece>>>(
-          "softmax_staged" + std::to_string(split.splits) + "_" + std::to_string(STAGE), o);
-    }
-    k->launch(LaunchConfig({rows * split.splits}, opt.backend, opt.stream), in, out, cols, cols, split.chunk, split.splits);
+    cluster_kernel<&softmax_staged_program<T, STAGE, kStagePiece>>(
+        "softmax_staged", STAGE,
+        [] { return staged_kernel_options(STAGE * element_bytes_of<T>(), {"in", "out", "stride", "n_cols", "chunk", "splits"}); },
+        static_cast<int>(split.splits))
+        .launch(LaunchConfig({rows * split.splits}, opt.backend, opt.stream), in, out, cols, cols, split.chunk, split.splits);
   });
 }
 

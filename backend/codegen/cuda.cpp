@@ -247,15 +247,11 @@ class Emitter {
       os_ << "// layout of " << n << "-element tiles: " << l.per_thread << " per thread in runs of " << l.vector
           << (l.n < threads_ ? " (threads past the tile hold none)" : "") << "\n";
     os_ << kPrelude << "\n";
-    bool random = false;
-    ir::walk(fn_.body, [&](const ir::Instr& in) { random = random || in.op == Op::rand; });
-    if (random) os_ << kRandPrelude << "\n";
+    if (any_of_ops(fn_.body, [](Op op) { return op == Op::rand; })) os_ << kRandPrelude << "\n";
     ir::walk(fn_.body, [&](const ir::Instr& in) { cluster_reductions_left_ += ir::is_cluster_reduction(in.op) ? 1 : 0; });
     const bool cluster = cluster_reductions_left_ > 0 && opt_.cluster_size > 1;
     if (cluster) os_ << kClusterPrelude << "\n";
-    bool copies = false;
-    ir::walk(fn_.body, [&](const ir::Instr& in) { copies = copies || in.op == Op::stage_copy; });
-    if (copies) os_ << kCopyPrelude << "\n";
+    if (copies_in(fn_.body)) os_ << kCopyPrelude << "\n";
     signature();
     if (packed_) {
       // Warp w of the block runs program blockIdx.x * P + w; the grid's last block may hold fewer programs.
@@ -289,11 +285,15 @@ class Emitter {
         throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': 2D tiles are not supported yet");
   }
 
-  bool uses_reduction() const {
+  // Whether an instruction of `block` (loop bodies included) has an op for which pred(op) holds.
+  template <class Pred>
+  static bool any_of_ops(const std::vector<ir::Instr>& block, Pred pred) {
     bool any = false;
-    ir::walk(fn_.body, [&](const ir::Instr& in) { any = any || ir::is_reduction(in.op); });
+    ir::walk(block, [&](const ir::Instr& in) { any = any || pred(in.op); });
     return any;
   }
+
+  bool uses_reduction() const { return any_of_ops(fn_.body, ir::is_reduction); }
 
   // Parameter each pointer value derives from (-1 for non-pointers), and which parameters are written.
   void find_pointer_roots() {
@@ -538,16 +538,15 @@ class Emitter {
     os_ << indent << "tf_store_vec<" << S << ", " << W << ">(" << addr << ", raw);\n";
   }
 
-  static bool stage_accesses_in(const std::vector<ir::Instr>& block) {
-    bool any = false;
-    ir::walk(block, [&](const ir::Instr& in) { any = any || ir::is_stage_access(in.op); });
-    return any;
-  }
+  static bool stage_accesses_in(const std::vector<ir::Instr>& block) { return any_of_ops(block, ir::is_stage_access); }
 
   static bool copies_in(const std::vector<ir::Instr>& block) {
-    bool any = false;
-    ir::walk(block, [&](const ir::Instr& in) { any = any || in.op == Op::stage_copy; });
-    return any;
+    return any_of_ops(block, [](Op op) { return op == Op::stage_copy; });
+  }
+
+  // The barrier before an access of a stage whose elements threads share (none for an owned stage).
+  void stage_barrier(const ir::Instr& in) {
+    if (!stage_owned_[in.index]) os_ << "  " << (packed_ ? "__syncwarp()" : "__syncthreads()") << ";\n";
   }
 
   // Before a stage access: this thread's copies must have landed (and, for a stage read across threads,
@@ -557,7 +556,7 @@ class Emitter {
       os_ << "  tf_copy_wait();\n";
       copies_pending_ = false;
     }
-    if (!stage_owned_[in.index]) os_ << "  " << (packed_ ? "__syncwarp()" : "__syncthreads()") << ";\n";
+    stage_barrier(in);
   }
 
   // Which part of a stage a tile access at `offset` touches: `inside` when the offset keeps the whole tile
@@ -592,7 +591,7 @@ class Emitter {
   void stage_copy(const ir::Instr& in) {
     // No wait for earlier copies: they target other elements (two copies into one element with no access
     // of the stage between them land in either order, as documented for tl::Stage::copy).
-    if (!stage_owned_[in.index]) os_ << "  " << (packed_ ? "__syncwarp()" : "__syncthreads()") << ";\n";
+    stage_barrier(in);
     const ir::Stage& st = fn_.stages.at(in.index);
     const auto& pt = fn_.values[in.args[1]];
     const auto& l = layout(pt);

@@ -14,13 +14,14 @@ namespace {
 
 // Which entry point a check runs: layernorm, layernorm_looped, layernorm_auto (looped above 16384
 // columns) or layernorm_split. The looped and split kernels' one-pass shifted variance allows 1e-4 on rstd.
-enum class Variant { one_program, looped, automatic, split, cluster };
+enum class Variant { one_program, looped, automatic, split, cluster, staged };
 
 template <class H>
 void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, float stddev = 1.f,
                      Variant variant = Variant::one_program, std::int64_t splits = 1) {
   const auto seed = std::random_device{}();
-  const char* names[] = {"layernorm ", "layernorm_looped ", "layernorm_auto ", "layernorm_split ", "layernorm_cluster "};
+  const char* names[] = {"layernorm ", "layernorm_looped ", "layernorm_auto ", "layernorm_split ", "layernorm_cluster ",
+                         "layernorm_staged "};
   SCOPED_TRACE(std::string(names[static_cast<int>(variant)]) + "splits " + std::to_string(splits) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   auto x = reference::random_vector<H>(rows * cols, seed, mean, stddev);
   auto w = reference::random_vector<H>(cols, seed + 1);
@@ -36,11 +37,12 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, flo
     case Variant::split:
       kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, splits, 1e-5f, {Backend::interpreter});
       break;
+    case Variant::staged: kernels::layernorm_staged(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter}); break;
     case Variant::cluster:
       kernels::layernorm_cluster(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter}, splits);
       break;
   }
-  const bool looped = variant == Variant::looped || variant == Variant::split ||  // (the cluster kernel is two-pass)
+  const bool looped = variant == Variant::looped || variant == Variant::split ||  // (cluster and staged are two-pass)
                       (variant == Variant::automatic && cols > kernels::kNormMaxCols);
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
@@ -215,3 +217,14 @@ TEST(NormNvrtc, LoopedLayerNormCompilesWithoutSpills) {
     EXPECT_EQ(info.stack_bytes, 0) << info.ptxas_log;
   }
 }
+
+TEST(LayerNormInterp, StagedMatchesFloat64) {
+  for (std::int64_t cols : {1, 7, 1000, 2048, 2049, 4097, 12288}) {
+    check_layernorm<float>(2, cols, 0.f, 1.f, Variant::staged);
+    check_layernorm<half>(2, cols, 0.f, 1.f, Variant::staged);
+    check_layernorm<bfloat16>(2, cols, 0.f, 1.f, Variant::staged);
+  }
+  check_layernorm<bfloat16>(1, kernels::kStageMaxCols, 0.f, 1.f, Variant::staged);
+}
+
+TEST(LayerNormInterp, StagedIsTwoPassAtLargeMeans) { check_layernorm<float>(3, 5000, 1e4f, 1.f, Variant::staged); }
