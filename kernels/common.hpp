@@ -189,6 +189,42 @@ decltype(auto) with_block(std::int64_t cols, F&& f) {
   }(std::make_integer_sequence<int, std::countr_zero(static_cast<unsigned>(MaxBlock)) + 1>{});
 }
 
+/// Calls f.template operator()<PIECE, PIECES>() for a row of `cols` (1 to MaxBlock) held in registers as
+/// PIECES tiles of PIECE columns: three quarter-tiles where the row fits them (cols <= 3/4 of
+/// next_pow2(cols), from 512 columns on), so that at most a quarter tile is masked off, else one tile of
+/// next_pow2(cols).
+template <int MaxBlock, class F>
+void with_pieces(std::int64_t cols, F&& f) {
+  with_block<MaxBlock>(cols, [&]<int BLOCK>() {
+    if constexpr (BLOCK >= 512) {
+      if (cols <= 3 * (BLOCK / 4)) return f.template operator()<BLOCK / 4, 3>();
+    }
+    f.template operator()<BLOCK, 1>();
+  });
+}
+
+/// KernelOptions of a row kernel that holds its row as `pieces` tiles of `piece` elements of
+/// `element_bytes` each: row_elements_per_thread split over the pieces and rounded up to a power of two
+/// per piece (at least two warps where the piece allows) sets the warps. At 4096x12288 bf16 (3 x 4096) on
+/// the H200: 16 per piece (256 threads) 55.3 us, 8 (512 threads) 59.8.
+inline KernelOptions pieces_kernel_options(int element_bytes, std::int64_t piece, int pieces, std::vector<std::string> params) {
+  const int per_thread = row_elements_per_thread(element_bytes, piece * pieces);
+  int per_piece = static_cast<int>(std::bit_ceil(static_cast<unsigned>((per_thread + pieces - 1) / pieces)));
+  while (per_piece > 1 && piece / per_piece < 64) per_piece /= 2;  // two warps at least, as for one piece
+  const int warps = row_warps(piece, per_piece);
+  const int resident = row_resident_threads(0);
+  return KernelOptions{warps, std::move(params), resident > 32 * warps ? resident / (32 * warps) : 0};
+}
+
+/// The kernel object for a row program Fn holding PIECES tiles of PIECE, made (and traced) on first use;
+/// named name_PIECE (one piece) or name_PIECExPIECES.
+template <auto Fn, int PIECE, int PIECES>
+Kernel<Fn>& pieces_kernel(const char* name, std::vector<std::string> params) {
+  static Kernel<Fn> k(std::string(name) + "_" + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""),
+                      pieces_kernel_options(row_element_bytes<decltype(Fn)>::value, PIECE, PIECES, std::move(params)));
+  return k;
+}
+
 /// Throws unless a matrix buffer holds rows x cols elements: names the kernel and the argument.
 template <class Buf>
 void check_matrix(const char* kernel, const char* arg, const Buf& buf, std::int64_t rows, std::int64_t cols) {
@@ -241,7 +277,7 @@ inline bool clusters_available(Backend backend) {
   return resolve_backend(backend) != Backend::gpu || driver::device().cc_major >= 9;
 }
 
-/// Columns each pass of a staged kernel moves at once: 8 per thread of a 256-thread program.
+/// Columns each pass of a staged kernel moves at once (16 per thread of a 4-warp program).
 inline constexpr int kStagePiece = 2048;
 /// Stage sizes of the staged kernels are multiples of this many elements.
 inline constexpr std::int64_t kStageGranule = 4096;
@@ -259,22 +295,23 @@ void with_stage(std::int64_t cols, F&& f) {
   }(std::make_integer_sequence<int, static_cast<int>(kStageMaxCols / kStageGranule)>{});
 }
 
-/// TILEFUSE_STAGED_WARPS (a tuning knob for sweeps, read once per kernel): warps per staged program; the
-/// default is 8 (a 2048-column piece at 8 elements per thread).
-inline int staged_warps() {
+/// Warps per staged program: `fallback`, or TILEFUSE_STAGED_WARPS when set (a tuning knob for sweeps,
+/// read once per kernel).
+inline int staged_warps(int fallback) {
   if (const char* v = std::getenv("TILEFUSE_STAGED_WARPS"); v && *v) {
     const int n = std::atoi(v);
     if (n >= 1 && n <= 32 && (n & (n - 1)) == 0) return n;
     throw std::invalid_argument(std::string("tilefuse: TILEFUSE_STAGED_WARPS must be a power of two from 1 to 32, got ") + v);
   }
-  return 8;
+  return fallback;
 }
 
-/// KernelOptions of a staged kernel whose programs hold `stage_bytes` of shared memory: ptxas is asked to
-/// fit as many programs per SM as the H100/H200's 228 KB of shared memory holds (each block also takes
-/// 1 KB of the driver's), so that registers do not become the tighter limit.
-inline KernelOptions staged_kernel_options(std::int64_t stage_bytes, std::vector<std::string> params) {
-  const int warps = staged_warps();
+/// KernelOptions of a staged kernel of `warps` warps (see staged_warps) whose programs hold `stage_bytes`
+/// of shared memory: ptxas is asked to fit as many programs per SM as the H100/H200's 228 KB of shared
+/// memory holds (each block also takes 1 KB of the driver's), so that registers do not become the tighter
+/// limit.
+inline KernelOptions staged_kernel_options(std::int64_t stage_bytes, std::vector<std::string> params, int warps = 4) {
+  warps = staged_warps(warps);
   const std::int64_t by_shared = (228 * 1024) / (stage_bytes + 1024);
   const int threads = 32 * warps;
   const int resident = row_resident_threads(static_cast<int>(std::min<std::int64_t>(2048, by_shared * threads)));

@@ -327,6 +327,9 @@ void softmax_cluster(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, co
   });
 }
 
+/// log2(e), for exponentials taken as exp2.
+inline constexpr double kLog2e = 1.4426950408889634;
+
 /// Softmax of rows staged through shared memory, read from global memory once: program pid handles
 /// columns [start, start + chunk) of row pid / splits (one program per row when splits is 1, else a
 /// thread-block cluster per row that combines max and sum through tl::cluster_max / tl::cluster_sum).
@@ -339,7 +342,9 @@ void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> s
   auto pid = tl::program_id(0);
   auto row = pid / splits;
   auto start = (pid % splits) * chunk;
-  auto valid = tl::maximum(tl::minimum(chunk, n_cols - start), 0);
+  // The program's columns, at most STAGE (the launcher guarantees it; saying so lets the compiler drop the
+  // stage bounds tests, and the masks where they are a multiple of PIECE).
+  auto valid = tl::minimum(tl::maximum(tl::minimum(chunk, n_cols - start), 0), STAGE);
   auto base = row * stride + start;
   auto cols = tl::arange<PIECE>();
   auto zero = tl::scalar<tl::i32>(0);
@@ -358,9 +363,11 @@ void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> s
     return std::tuple{s + tl::exp(piece(from) - row_max)};
   });
   auto row_sum = tl::cluster_sum(tl::sum(s));
+  // exp(x - max) / sum as one exp2: 2^((x - max) log2(e) - log2(sum)), a multiply-add and an ex2 per element.
+  auto log2_sum = tl::log(row_sum) * kLog2e;
   tl::for_range(zero, valid, PIECE, [&](auto from) {
     auto idx = from + cols;
-    tl::store(out + base + idx, tl::cast<T>(tl::exp(piece(from) - row_max) / row_sum), idx < valid);
+    tl::store(out + base + idx, tl::cast<T>(tl::exp2((piece(from) - row_max) * kLog2e - log2_sum)), idx < valid);
   });
 }
 
@@ -401,7 +408,10 @@ void softmax_staged(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, con
   with_stage(split.chunk, [&]<int STAGE>() {
     cluster_kernel<&softmax_staged_program<T, STAGE, kStagePiece>>(
         "softmax_staged", STAGE,
-        [] { return staged_kernel_options(STAGE * element_bytes_of<T>(), {"in", "out", "stride", "n_cols", "chunk", "splits"}); },
+        [] {
+          // Two warps: 2048x131072 bf16 on the H200 took 306 us at two warps, 344 at four, 359 at eight.
+          return staged_kernel_options(STAGE * element_bytes_of<T>(), {"in", "out", "stride", "n_cols", "chunk", "splits"}, 2);
+        },
         static_cast<int>(split.splits))
         .launch(LaunchConfig({rows * split.splits}, opt.backend, opt.stream), in, out, cols, cols, split.chunk, split.splits);
   });

@@ -24,6 +24,12 @@ __device__ __forceinline__ float tf_f16_to_f32(tf_u16 h) { float f; asm("cvt.f32
 __device__ __forceinline__ tf_u16 tf_f32_to_f16(float f) { tf_u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ float tf_bf16_to_f32(tf_u16 h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ tf_u16 tf_f32_to_bf16(float f) { tf_u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+// The low and high halves of a word of two f16/bf16 widened in place: a bf16 is the top 16 bits of its
+// float, so each half costs one shift or mask, with no extraction of the 16-bit part first.
+__device__ __forceinline__ float tf_bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float tf_bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+__device__ __forceinline__ float tf_f16_lo(unsigned w) { float f; asm("{.reg .f16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l;}" : "=f"(f) : "r"(w)); return f; }
+__device__ __forceinline__ float tf_f16_hi(unsigned w) { float f; asm("{.reg .f16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h;}" : "=f"(f) : "r"(w)); return f; }
 __device__ __forceinline__ float tf_round_f16(float f) { return tf_f16_to_f32(tf_f32_to_f16(f)); }
 __device__ __forceinline__ float tf_round_bf16(float f) { return tf_bf16_to_f32(tf_f32_to_bf16(f)); }
 __device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
@@ -188,6 +194,11 @@ std::string to_storage(DType t, const std::string& x) {
   return x;
 }
 
+// Element `half` (0: low, 1: high) of a word `w` holding two f16/bf16, widened to float.
+std::string from_word(DType t, const std::string& w, int half) {
+  return std::string(t == DType::bf16 ? "tf_bf16_" : "tf_f16_") + (half ? "hi(" : "lo(") + w + ")";
+}
+
 // A float computed in f32 rounded to the value's dtype.
 std::string rounded(DType t, const std::string& x) {
   if (t == DType::f16) return "tf_round_f16(" + x + ")";
@@ -233,6 +244,7 @@ class Emitter {
     ir::walk(fn_.body, [&](const ir::Instr& in) {
       if (in.result >= 0) def_[in.result] = &in;
     });
+    only_stored_ = values_only_stored();
     stage_owned_ = stages_owned();
   }
 
@@ -504,7 +516,7 @@ class Emitter {
       case Op::logical_or: elementwise(in, a(0) + " || " + a(1)); break;
       case Op::logical_not: elementwise(in, "!" + a(0)); break;
       case Op::select: elementwise(in, known_true(in.args[0]) ? a(1) : a(0) + " ? " + a(1) + " : " + a(2)); break;
-      case Op::cast: elementwise(in, cast_expr(fn_.values[in.args[0]].dtype, t->dtype, a(0))); break;
+      case Op::cast: cast(in); break;
       case Op::ptr_add: elementwise(in, a(0) + " + " + a(1)); break;
       case Op::load: load(in); break;
       case Op::store: store(in); break;
@@ -536,6 +548,24 @@ class Emitter {
     os_ << "#pragma unroll\n" << indent << "for (int k = 0; k < " << W << "; ++k) raw[k] = " << to_storage(dt, val + "[e0 + k]")
         << ";\n";
     os_ << indent << "tf_store_vec<" << S << ", " << W << ">(" << addr << ", raw);\n";
+  }
+
+  // Loads the run of W elements at `addr` into register tile `r` at e0 as one access: halves as W / 2
+  // words, each widened in place (see from_word), everything else element by element.
+  void load_run(const std::string& indent, DType dt, int W, const std::string& addr, const std::string& r) {
+    if ((dt == DType::f16 || dt == DType::bf16) && W >= 2) {
+      os_ << indent << "unsigned raw[" << W / 2 << "];\n";
+      os_ << indent << "tf_load_vec<unsigned, " << W / 2 << ">(reinterpret_cast<const unsigned*>(" << addr << "), raw);\n";
+      os_ << "#pragma unroll\n" << indent << "for (int k = 0; k < " << W / 2 << "; ++k) { " << r
+          << "[e0 + 2 * k] = " << from_word(dt, "raw[k]", 0) << "; " << r << "[e0 + 2 * k + 1] = " << from_word(dt, "raw[k]", 1)
+          << "; }\n";
+      return;
+    }
+    const std::string S = storage_type(dt);
+    os_ << indent << S << " raw[" << W << "];\n";
+    os_ << indent << "tf_load_vec<" << S << ", " << W << ">(" << addr << ", raw);\n";
+    os_ << "#pragma unroll\n" << indent << "for (int k = 0; k < " << W << "; ++k) " << r << "[e0 + k] = "
+        << from_storage(dt, "raw[k]") << ";\n";
   }
 
   static bool stage_accesses_in(const std::vector<ir::Instr>& block) { return any_of_ops(block, ir::is_stage_access); }
@@ -696,10 +726,7 @@ class Emitter {
     if (store) {
       store_run(in_run, st.dtype, W, v(in.args[1]), addr);
     } else {
-      os_ << in_run << S << " raw[" << W << "];\n";
-      os_ << in_run << "tf_load_vec<" << S << ", " << W << ">(" << addr << ", raw);\n";
-      os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W << "; ++k) " << r << "[e0 + k] = "
-          << from_storage(st.dtype, "raw[k]") << ";\n";
+      load_run(in_run, st.dtype, W, addr, r);
     }
     if (!c.empty()) {
       os_ << "    }";
@@ -734,6 +761,34 @@ class Emitter {
     // read, the block only announces it is done (the matching wait ends the kernel).
     if (--cluster_reductions_left_ == 0) os_ << "    tf_cluster_arrive();\n";
     os_ << "    " << r << " = acc;\n  }\n";
+  }
+
+  // A cast to f16/bf16 whose every use stores it keeps the f32 value: the store rounds it once (RN of
+  // the value equals RN of its RN), which spares a conversion and a widening per element.
+  void cast(const ir::Instr& in) {
+    const DType from = fn_.values[in.args[0]].dtype, to = fn_.values[in.result].dtype;
+    if (ir::is_float(from) && (to == DType::f16 || to == DType::bf16) && only_stored_[in.result])
+      return elementwise(in, at(in.args[0]) + "  /* rounded by its stores */");
+    elementwise(in, cast_expr(from, to, at(in.args[0])));
+  }
+
+  // Values whose every use is the value operand of a store or stage_store (not its pointer, mask or
+  // offset; not a loop's carried value or yield).
+  std::vector<bool> values_only_stored() const {
+    std::vector<int> uses(fn_.values.size(), 0), stored(fn_.values.size(), 0);
+    auto count = [&](ir::ValueId id) { if (id >= 0) ++uses[id]; };
+    ir::walk(fn_.body, [&](const ir::Instr& in) {
+      for (std::size_t k = 0; k < in.args.size(); ++k) {
+        count(in.args[k]);
+        if (k == 1 && (in.op == Op::store || in.op == Op::stage_store)) ++stored[in.args[k]];
+      }
+      for (auto id : in.block_args) count(id);
+      for (auto id : in.yields) count(id);
+      for (auto id : in.results) count(id);
+    });
+    std::vector<bool> only(fn_.values.size(), false);
+    for (std::size_t id = 0; id < only.size(); ++id) only[id] = uses[id] > 0 && uses[id] == stored[id];
+    return only;
   }
 
   static std::string cast_expr(DType from, DType to, const std::string& x) {
@@ -796,19 +851,25 @@ class Emitter {
     // the run is in the mask, else element by element (the ragged tail of a row). Halves are gathered raw
     // for every run first and widened afterwards: widening inside the run's branch would wait for each
     // access before issuing the next, one memory round trip per run instead of one per tile.
+    // Halves are gathered as words of two (W is even here) and widened in place.
     const bool narrow = t.dtype == DType::f16 || t.dtype == DType::bf16;
     const std::string dst = narrow ? "raw" + std::to_string(in.result) : r;
     const std::string conv_other = narrow ? to_storage(t.dtype, other) : other;
     auto element = [&](const std::string& addr) { return narrow ? addr : from_storage(t.dtype, addr); };
-    if (narrow) os_ << "  " << S << " " << dst << "[" << E << "];\n";
+    if (narrow) os_ << "  unsigned " << dst << "[" << E / 2 << "];\n";
     os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
     const std::string all = run_in_mask(pred, masked ? in.args[1] : -1, W);
     const std::string in_run = all.empty() ? "    " : "      ";  // the run's body, inside the mask test if any
     if (!all.empty()) os_ << "    if (" << all << ") {\n";
-    os_ << in_run << S << " raw[" << W << "];\n";
-    os_ << in_run << "tf_load_vec<" << S << ", " << W << ">(" << p << "[e0], raw);\n";
-    os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W << "; ++k) " << dst
-        << "[e0 + k] = " << element("raw[k]") << ";\n";
+    if (narrow) {
+      os_ << in_run << "unsigned raw[" << W / 2 << "];\n";
+      os_ << in_run << "tf_load_vec<unsigned, " << W / 2 << ">(reinterpret_cast<const unsigned*>(" << p << "[e0]), raw);\n";
+      os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W / 2 << "; ++k) " << dst << "[e0 / 2 + k] = raw[k];\n";
+    } else {
+      os_ << in_run << S << " raw[" << W << "];\n";
+      os_ << in_run << "tf_load_vec<" << S << ", " << W << ">(" << p << "[e0], raw);\n";
+      os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W << "; ++k) " << dst << "[e0 + k] = raw[k];\n";
+    }
     if (all.empty()) {
       os_ << "  }\n";
     } else {
@@ -818,12 +879,20 @@ class Emitter {
       const std::string value = masked && mask_constant_over(in.args[1], W) ? conv_other
                                 : cond.empty() ? element("*" + p + "[e]")
                                                : cond + " ? " + element("*" + p + "[e]") + " : " + conv_other;
-      os_ << "#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << dst << "[e] = " << value << ";\n";
+      if (narrow) {
+        os_ << "#pragma unroll\n      for (int e2 = e0; e2 < e0 + " << W << "; e2 += 2) {\n";
+        os_ << "        unsigned word = 0;\n";
+        os_ << "#pragma unroll\n        for (int h = 0; h < 2; ++h) { const int e = e2 + h; const tf_u16 half = " << value
+            << "; word |= (unsigned)half << (16 * h); }\n";
+        os_ << "        " << dst << "[e2 / 2] = word;\n      }\n";
+      } else {
+        os_ << "#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << dst << "[e] = " << value << ";\n";
+      }
       os_ << "    }\n  }\n";
     }
     if (narrow)
-      os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) " << r << "[e] = " << from_storage(t.dtype, dst + "[e]")
-          << ";\n";
+      os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; e += 2) { " << r << "[e] = " << from_word(t.dtype, dst + "[e / 2]", 0)
+          << "; " << r << "[e + 1] = " << from_word(t.dtype, dst + "[e / 2]", 1) << "; }\n";
   }
 
   // Whether every lane of the run at e0 is in the mask: one test of the run's last lane when the mask is
@@ -958,7 +1027,8 @@ class Emitter {
   std::vector<passes::AxisInfo> axis_;
   std::vector<const ir::Instr*> def_;  // the instruction defining each value (null for loop block arguments)
   int loop_depth_ = 0;
-  std::vector<bool> stage_owned_;  // per stage: every thread reads back only what it wrote (stages_owned)
+  std::vector<bool> stage_owned_;
+  std::vector<bool> only_stored_;  // see values_only_stored  // per stage: every thread reads back only what it wrote (stages_owned)
   bool copies_pending_ = false;    // a stage copy may be in flight at this point of the emitted code
   std::vector<std::int64_t> root_;
   std::vector<bool> written_;

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 
@@ -27,6 +28,37 @@ std::int64_t index_bound_constancy(const AxisInfo& index, const AxisInfo& bound)
   return g < 1 ? 1 : std::bit_floor(static_cast<std::uint64_t>(g));
 }
 
+// a + b, saturating at the int64 limits (the unbounded ends of a range).
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  constexpr auto lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+  if (b > 0 && a > hi - b) return hi;
+  if (b < 0 && a < lo - b) return lo;
+  return a + b;
+}
+
+// The induction variable of `for iv in [lo, end) by step`: uniform, divisible by what divides lo and the
+// step, below `end` by a whole step when end - lo is a multiple of it (else by one), and within
+// [lo, the last start before end] when lo and end are bounded.
+AxisInfo induction_variable(const AxisInfo& lo, const AxisInfo& end, const AxisInfo& step) {
+  AxisInfo iv;
+  iv.uniform = true;
+  iv.divisibility = std::min(lo.divisibility, step.divisibility);
+  const bool constant_step = step.bounded && step.min == step.max && step.min > 0;
+  const std::int64_t S = constant_step ? step.min : 0;
+  const bool whole_steps = constant_step && std::has_single_bit(static_cast<std::uint64_t>(S)) &&
+                           std::min(lo.divisibility, end.divisibility) >= S;
+  iv.below = end.source;
+  iv.headroom = whole_steps ? S : 1;
+  if (lo.bounded && end.bounded && end.max < std::numeric_limits<std::int64_t>::max()) {
+    iv.bounded = true;
+    iv.min = lo.min;
+    iv.max = end.max - 1;
+    if (constant_step && lo.min == lo.max) iv.max = lo.min + std::max<std::int64_t>(0, (end.max - 1 - lo.min) / S) * S;
+    else if (whole_steps) iv.max = end.max - S;
+  }
+  return iv;
+}
+
 }  // namespace
 
 std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vector<int>& param_divisibility) {
@@ -35,8 +67,8 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
     if (in.op == ir::Op::loop) {
       // The induction variable is uniform; lo + k * step is divisible by what divides both.
       AxisInfo& iv = info[in.block_args[0]];
-      iv.uniform = true;
-      iv.divisibility = std::min(info[in.args[0]].divisibility, info[in.args[2]].divisibility);
+      iv = induction_variable(info[in.args[0]], info[in.args[1]], info[in.args[2]]);
+      iv.source = in.block_args[0];
       // Carried values change between iterations: only scalars are known to be uniform.
       for (std::size_t k = 1; k < in.block_args.size(); ++k) info[in.block_args[k]].uniform = fn.values[in.block_args[k]].rank == 0;
       for (ir::ValueId r : in.results) info[r].uniform = fn.values[r].rank == 0;
@@ -47,6 +79,7 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
     AxisInfo& r = info[in.result];
     auto arg = [&](std::size_t i) { return info[in.args[i]]; };
     r.uniform = t.rank == 0;
+    if (t.rank == 0) r.source = in.result;
     switch (in.op) {
       case ir::Op::param:
         r.divisibility = in.index < static_cast<std::int64_t>(param_divisibility.size()) ? param_divisibility[in.index] : 1;
@@ -81,6 +114,7 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
         const auto a = arg(0), b = arg(1);
         r.uniform = a.uniform && b.uniform;
         r.always_true = a.bounded && b.bounded && (in.op == ir::Op::lt ? a.max < b.min : a.max <= b.min);
+        if (a.below >= 0 && a.below == b.source && a.headroom >= (in.op == ir::Op::lt ? 1 : 0)) r.always_true = true;
         if (in.op == ir::Op::lt) r.constancy = index_bound_constancy(a, b);
         break;
       }
@@ -100,7 +134,11 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
       case ir::Op::cast:
         if (ir::is_int(t.dtype) && ir::is_int(fn.values[in.args[0]].dtype)) {
           r = arg(0);
-          if (ir::dtype_bytes(t.dtype) < ir::dtype_bytes(fn.values[in.args[0]].dtype)) r.bounded = false;  // may wrap
+          if (ir::dtype_bytes(t.dtype) < ir::dtype_bytes(fn.values[in.args[0]].dtype)) {  // may wrap
+            r.bounded = false;
+            r.below = -1;
+          }
+          if (t.rank == 0) r.source = in.result;
         } else {
           r.uniform = arg(0).uniform;
         }
@@ -116,6 +154,22 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
         else r.contiguity = 1;
         r.divisibility = std::min(a.divisibility, b.divisibility);
         r.uniform = a_uniform && b_uniform;
+        if (ir::is_int(t.dtype) && a.bounded && b.bounded) {
+          r.bounded = true;
+          r.min = in.op == ir::Op::add ? saturating_add(a.min, b.min) : saturating_add(a.min, -b.max);
+          r.max = in.op == ir::Op::add ? saturating_add(a.max, b.max) : saturating_add(a.max, -b.min);
+          if (ir::dtype_bytes(t.dtype) == 4 && (r.min < std::numeric_limits<std::int32_t>::min() || r.max > std::numeric_limits<std::int32_t>::max())) r.bounded = false;  // may wrap
+        }
+        if (in.op == ir::Op::add) {
+          // (iv + c) stays below the loop's end by the headroom less c's largest element.
+          auto below = [&](const AxisInfo& x, const AxisInfo& c) {
+            if (x.below < 0 || !c.bounded || c.min < 0) return false;
+            r.below = x.below;
+            r.headroom = x.headroom - c.max;
+            return true;
+          };
+          if (!below(a, b)) below(b, a);
+        }
         break;
       }
       case ir::Op::mul: {
@@ -137,6 +191,17 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
           const bool lo = in.op == ir::Op::minimum;
           r.min = lo ? std::min(a.min, b.min) : std::max(a.min, b.min);
           r.max = lo ? std::min(a.max, b.max) : std::max(a.max, b.max);
+        } else if (ir::is_int(t.dtype) && (a.bounded || b.bounded)) {
+          // One known side still bounds the result on that side: min(n, C) <= C, max(n, C) >= C.
+          const AxisInfo& k = a.bounded ? a : b;
+          r.bounded = true;
+          if (in.op == ir::Op::minimum) {
+            r.min = std::numeric_limits<std::int64_t>::min();
+            r.max = k.max;
+          } else {
+            r.min = k.min;
+            r.max = std::numeric_limits<std::int64_t>::max();
+          }
         }
         break;
       }

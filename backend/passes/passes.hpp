@@ -60,6 +60,13 @@ struct AxisInfo {
   /// Elements are equal within aligned blocks of `constancy` (a power of two): `index < bound` with the
   /// bound a multiple of the block is all true or all false over each such block.
   std::int64_t constancy = 1;
+  /// The scalar whose value every element repeats (a scalar itself, or a splat of it); -1 for others.
+  ir::ValueId source = -1;
+  /// When `below` >= 0: every element is at most the scalar `below` minus `headroom` (a loop's induction
+  /// variable against its end, and that plus a bounded non-negative tile), so `x < below` holds when
+  /// headroom >= 1.
+  ir::ValueId below = -1;
+  std::int64_t headroom = 0;
 };
 
 /// AxisInfo for every value, given the divisibility (integers) or byte alignment (pointers) of each parameter.

@@ -6,6 +6,12 @@ __device__ __forceinline__ float tf_f16_to_f32(tf_u16 h) { float f; asm("cvt.f32
 __device__ __forceinline__ tf_u16 tf_f32_to_f16(float f) { tf_u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ float tf_bf16_to_f32(tf_u16 h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ tf_u16 tf_f32_to_bf16(float f) { tf_u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+// The low and high halves of a word of two f16/bf16 widened in place: a bf16 is the top 16 bits of its
+// float, so each half costs one shift or mask, with no extraction of the 16-bit part first.
+__device__ __forceinline__ float tf_bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float tf_bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+__device__ __forceinline__ float tf_f16_lo(unsigned w) { float f; asm("{.reg .f16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l;}" : "=f"(f) : "r"(w)); return f; }
+__device__ __forceinline__ float tf_f16_hi(unsigned w) { float f; asm("{.reg .f16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h;}" : "=f"(f) : "r"(w)); return f; }
 __device__ __forceinline__ float tf_round_f16(float f) { return tf_f16_to_f32(tf_f32_to_f16(f)); }
 __device__ __forceinline__ float tf_round_bf16(float f) { return tf_bf16_to_f32(tf_f32_to_bf16(f)); }
 __device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
@@ -98,21 +104,26 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   for (int e = 0; e < 4; ++e) v13[e] = v12;
   // %14 = load %11, %7, %13 : bf16[128]   [softmax.hpp:22]
   float v14[4];
-  tf_u16 raw14[4];
+  unsigned raw14[2];
 #pragma unroll
   for (int e0 = 0; e0 < 4; e0 += 2) {
     if (v7[e0]) {
-      tf_u16 raw[2];
-      tf_load_vec<tf_u16, 2>(v11[e0], raw);
+      unsigned raw[1];
+      tf_load_vec<unsigned, 1>(reinterpret_cast<const unsigned*>(v11[e0]), raw);
 #pragma unroll
-      for (int k = 0; k < 2; ++k) raw14[e0 + k] = raw[k];
+      for (int k = 0; k < 1; ++k) raw14[e0 / 2 + k] = raw[k];
     } else {
 #pragma unroll
-      for (int e = e0; e < e0 + 2; ++e) raw14[e] = tf_f32_to_bf16(v13[e]);
+      for (int e2 = e0; e2 < e0 + 2; e2 += 2) {
+        unsigned word = 0;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) { const int e = e2 + h; const tf_u16 half = tf_f32_to_bf16(v13[e]); word |= (unsigned)half << (16 * h); }
+        raw14[e2 / 2] = word;
+      }
     }
   }
 #pragma unroll
-  for (int e = 0; e < 4; ++e) v14[e] = tf_bf16_to_f32(raw14[e]);
+  for (int e = 0; e < 4; e += 2) { v14[e] = tf_bf16_lo(raw14[e / 2]); v14[e + 1] = tf_bf16_hi(raw14[e / 2]); }
   // %15 = cast %14 : f32[128]
   float v15[4];
 #pragma unroll
@@ -164,7 +175,7 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   // %25 = cast %24 : bf16[128]
   float v25[4];
 #pragma unroll
-  for (int e = 0; e < 4; ++e) v25[e] = tf_round_bf16(v24[e]);
+  for (int e = 0; e < 4; ++e) v25[e] = v24[e]  /* rounded by its stores */;
   // %26 = ptr_add %1, %8 : ptr<bf16>
   tf_u16* const v26 = v1 + v8;
   // %27 = splat %26 : ptr<bf16>[128]

@@ -6,6 +6,12 @@ __device__ __forceinline__ float tf_f16_to_f32(tf_u16 h) { float f; asm("cvt.f32
 __device__ __forceinline__ tf_u16 tf_f32_to_f16(float f) { tf_u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 __device__ __forceinline__ float tf_bf16_to_f32(tf_u16 h) { return __uint_as_float(((unsigned)h) << 16); }
 __device__ __forceinline__ tf_u16 tf_f32_to_bf16(float f) { tf_u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+// The low and high halves of a word of two f16/bf16 widened in place: a bf16 is the top 16 bits of its
+// float, so each half costs one shift or mask, with no extraction of the 16-bit part first.
+__device__ __forceinline__ float tf_bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float tf_bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+__device__ __forceinline__ float tf_f16_lo(unsigned w) { float f; asm("{.reg .f16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l;}" : "=f"(f) : "r"(w)); return f; }
+__device__ __forceinline__ float tf_f16_hi(unsigned w) { float f; asm("{.reg .f16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h;}" : "=f"(f) : "r"(w)); return f; }
 __device__ __forceinline__ float tf_round_f16(float f) { return tf_f16_to_f32(tf_f32_to_f16(f)); }
 __device__ __forceinline__ float tf_round_bf16(float f) { return tf_bf16_to_f32(tf_f32_to_bf16(f)); }
 __device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }

@@ -65,7 +65,11 @@ TEST(Codegen, AlignedRowsUseSixteenByteAccesses) {
 TEST(Codegen, HalfRowsUseEightElementAccesses) {
   auto& p = kernels::softmax_kernel<tl::f16, 4096>().program();
   const std::string src = p.cuda_source(Specialization{{16, 16, 8, 8}});
-  EXPECT_EQ(occurrences(src, "tf_load_vec<tf_u16, 8>("), 1u);
+  // Loads move eight halves as four words, each widened in place (no 16-bit extraction per element).
+  EXPECT_EQ(occurrences(src, "tf_load_vec<unsigned, 4>("), 1u);
+  EXPECT_EQ(occurrences(src, "tf_load_vec<tf_u16"), 0u);
+  EXPECT_NE(src.find("= tf_f16_lo(raw"), std::string::npos) << src;
+  EXPECT_NE(src.find("= tf_f16_hi(raw"), std::string::npos) << src;
   // Stores round and pack two halves per word (cvt.rn.f16x2.f32), four words in one 16-byte access.
   EXPECT_EQ(occurrences(src, "tf_pack_f16x2("), 2u);  // the prelude's definition and the store
   EXPECT_EQ(occurrences(src, "tf_store_vec<unsigned, 4>("), 1u);
@@ -117,8 +121,8 @@ TEST(Codegen, HalfLoadsWidenAfterEveryRunIsIssued) {
   // Widening inside a run's branch would make each 16-byte access wait for the one before.
   Kernel<&masked_copy_program<false>> k("masked_copy", KernelOptions{2, {"in", "out", "n"}});
   const std::string src = k.program().cuda_source(Specialization{{16, 16, 16}});
-  const auto gather = src.find("tf_load_vec<tf_u16, 8>(");
-  const auto widen = src.find("] = tf_f16_to_f32(raw");
+  const auto gather = src.find("tf_load_vec<unsigned, 4>(");
+  const auto widen = src.find("] = tf_f16_lo(raw");
   ASSERT_NE(gather, std::string::npos) << src;
   ASSERT_NE(widen, std::string::npos) << src;
   const auto branch_end = src.find("    }\n  }\n", gather);

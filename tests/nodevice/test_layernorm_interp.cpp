@@ -7,8 +7,10 @@
 
 #include "kernels/layernorm.hpp"
 #include "kernels/reference.hpp"
+#include "tests/common/text.hpp"
 
 using namespace tilefuse;
+using test::occurrences;
 
 namespace {
 
@@ -66,7 +68,8 @@ void check_rmsnorm(std::int64_t rows, std::int64_t cols) {
   EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
 }
 
-const std::int64_t kWidths[] = {1, 7, 128, 768, 1000, 3000, 4096, 12288};
+// 700 and 3000: three pieces with a ragged last one; 768 and 12288: three whole pieces.
+const std::int64_t kWidths[] = {1, 7, 128, 700, 768, 1000, 3000, 4096, 12288};
 
 }  // namespace
 
@@ -141,10 +144,37 @@ TEST(NormNvrtc, RaggedRowsKeepOnePredicatePerRun) {
   // kernel fits two 512-thread programs per SM (64 registers); with one mask register per element it took
   // 108 and ran 172 us instead of 81 on the H200. A register count above 64 is that regression.
   auto& p = kernels::layernorm_kernel<tl::bf16, 16384>().program();
-  // x, w, b, y, mean, rstd (16-byte aligned), stride and n = 12288, eps
+  // x, w, b, y, mean, rstd (16-byte aligned), stride, n and tail = 12288, eps
   const int d = integer_divisibility(12288);
-  const auto info = p.compile(Specialization{{16, 16, 16, 16, 16, 16, d, d, 1}}, "sm_90");
+  const auto info = p.compile(Specialization{{16, 16, 16, 16, 16, 16, d, d, d, 1}}, "sm_90");
   EXPECT_LE(info.registers, 64) << info.ptxas_log;
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+}
+
+TEST(NormNvrtc, RowsOfThreeQuarterTilesTakeThreeWholePieces) {
+  // layernorm() holds a 12288-column row as 3 x 4096 (a 16384 tile would mask a quarter of every thread's
+  // elements): with n a multiple of 4096 the last piece is whole too, and no mask or select is left.
+  int pieces = 0, piece = 0;
+  kernels::with_pieces<kernels::kNormMaxCols>(12288, [&]<int P, int K>() { piece = P, pieces = K; });
+  EXPECT_EQ(piece, 4096);
+  EXPECT_EQ(pieces, 3);
+  kernels::with_pieces<kernels::kNormMaxCols>(16384, [&]<int P, int K>() { piece = P, pieces = K; });
+  EXPECT_EQ(piece, 16384);
+  EXPECT_EQ(pieces, 1);
+  kernels::with_pieces<kernels::kNormMaxCols>(700, [&]<int P, int K>() { piece = P, pieces = K; });
+  EXPECT_EQ(piece, 256);
+  EXPECT_EQ(pieces, 3);
+  auto& p = kernels::layernorm_kernel<tl::bf16, 4096, 3>().program();
+  const int d = integer_divisibility(12288);
+  const Specialization spec{{16, 16, 16, 16, 16, 16, d, d, integer_divisibility(4096), 1}};
+  const std::string src = p.cuda_source(spec);
+  const std::string body = src.substr(src.find("__global__"));
+  EXPECT_EQ(occurrences(body, " ? "), 0u) << src;  // no select, no masked load
+  EXPECT_EQ(occurrences(body, "if (v"), 0u) << src;
+  // 256 threads of 48 elements each; at most 80 registers keeps three rows per SM.
+  EXPECT_EQ(p.num_warps(), 8);
+  const auto info = p.compile(spec, "sm_90");
+  EXPECT_LE(info.registers, 80) << info.ptxas_log;
   EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
 }
 

@@ -39,7 +39,32 @@ void nested(tl::Ptr<tl::i32> out, tl::Ptr<tl::i32> swapped) {
   tl::store(swapped, a * 10 + b);
 }
 
+// Doubles a row in pieces of 256: the mask `from + cols < n` against the loop's own end.
+void piecewise_double(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> n) {
+  auto cols = tl::arange<256>();
+  tl::for_range(0, n, 256, [&](auto from) {
+    auto idx = from + cols;
+    tl::store(out + idx, tl::load(in + idx, idx < n) * 2.0, idx < n);
+  });
+}
+
 }  // namespace
+
+TEST(Loops, MasksAgainstTheLoopEndFoldWhereEveryPieceIsWhole) {
+  // With n a multiple of the step, every piece the loop visits ends at or before n: the mask is true
+  // throughout and disappears; with n only a multiple of 8 the last piece is ragged and the mask stays.
+  Kernel<&piecewise_double> k("piecewise_double", {.num_warps = 2, .param_names = {"in", "out", "n"}});
+  const std::string whole = k.program().cuda_source(Specialization{{16, 16, integer_divisibility(1024)}});
+  EXPECT_EQ(test::occurrences(whole, "if (v"), 0u) << whole;
+  const std::string ragged = k.program().cuda_source(Specialization{{16, 16, 8}});
+  EXPECT_EQ(test::occurrences(ragged, "if (v"), 2u) << ragged;  // the load's and the store's run tests
+  for (int n : {0, 5, 256, 1000, 1024}) {  // same results either way
+    auto x = reference::random_vector<float>(std::max(1, n), 3);
+    std::vector<float> y(std::max(1, n), -1.f);
+    k.launch({{1}, Backend::interpreter}, x, y, n);
+    for (int c = 0; c < n; ++c) EXPECT_EQ(y[c], 2 * x[c]) << "n=" << n << " c=" << c;
+  }
+}
 
 TEST(Loops, CarriedTileAndScalar) {
   Kernel<&block_sum> k("block_sum", {.num_warps = 2, .param_names = {"x", "sums", "blocks", "n"}});
