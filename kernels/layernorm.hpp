@@ -476,7 +476,7 @@ void layernorm_staged(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, s
 
 /// LayerNorm for rows of any width, with the kernel chosen from the width (or by `variant`): layernorm()
 /// where the row fits in registers (up to 16384 columns), layernorm_looped() above (on the H200 at
-/// 4096x32768 bf16 it took 195.5 us against 210.4 for layernorm_staged(), which reads the row once but
+/// 4096x32768 bf16 it took 192.1 us against 222.1 for layernorm_staged(), which reads the row once but
 /// issues more instructions per element; at 256x131072 bf16 looped and cluster were even, 74 and 73 us; the
 /// looped one has no width limit and needs no sm_90). RowVariant::cluster and RowVariant::staged ask for
 /// layernorm_cluster() and layernorm_staged().

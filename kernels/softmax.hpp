@@ -436,10 +436,9 @@ inline bool softmax_staged_fits(std::int64_t cols, int element_bytes, Backend ba
 /// out = softmax(in) for rows of any width, with the kernel chosen from the width (or by `variant`): the
 /// one-program kernel where the row fits in one program's registers (up to 16384 columns), the staged
 /// one where the row fits in at most eight programs' 32 KB stages (131072 bf16 or 65536 f32 columns; on the
-/// H200 at 4096x32768 f32: 312 us against 365 for the register cluster and 372 looped; at 2048x131072
-/// bf16: 377 against 391 and 411), the looped one above (at 1024x262144 f32 the staged kernel's 128 KB
-/// stages took 835 us against 802 looped) or where
-/// clusters are missing. The split-row kernel, which needs scratch, is the caller's explicit choice.
+/// H200 at 4096x32768 f32: 281.6 us against 364.7 for the register cluster; at 2048x131072 bf16: 307.8
+/// against 401.9 looped), the looped one above (at 1024x262144 f32 the staged kernel's 128 KB stages took
+/// 914.4 us against 804.8 looped) or where clusters are missing. The split-row kernel, which needs scratch, is the caller's explicit choice.
 template <class Buf>
 void softmax_auto(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {},
                   RowVariant variant = RowVariant::automatic) {
