@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "backend/ir/ir.hpp"
 #include "backend/passes/passes.hpp"
+#include "dsl/tl.hpp"
 
 using namespace tilefuse;
 using ir::DType;
@@ -203,4 +206,48 @@ TEST(Passes, OptimizeDumpsAfterEachPass) {
   std::vector<std::string> seen;
   passes::optimize(b.fn, [&](const std::string& pass, const ir::Function&) { seen.push_back(pass); });
   EXPECT_EQ(seen, (std::vector<std::string>{"trace", "simplify", "cse", "dce", "hoist_loads"}));
+}
+
+namespace {
+// Pieces of 512 over min(n, 4096): the loop the staged kernels run, for the axis analysis of its
+// induction variable.
+void bounded_pieces(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> n) {
+  auto cols = tl::arange<512>();
+  auto valid = tl::minimum(n, 4096);
+  tl::for_range(0, valid, 512, [&](auto from) {
+    auto idx = from + cols;
+    tl::store(out + idx, tl::load(in + idx, idx < valid), idx < valid);
+  });
+}
+
+// The info of the loop's induction variable and of the mask `from + cols < valid` inside it.
+std::pair<passes::AxisInfo, passes::AxisInfo> loop_infos(const ir::Function& fn, std::vector<int> divisibility) {
+  const auto info = passes::analyze_axis_info(fn, divisibility);
+  for (const auto& in : fn.body) {
+    if (in.op != Op::loop) continue;
+    for (const auto& b : in.body)
+      if (b.op == Op::lt) return {info[in.block_args[0]], info[b.result]};
+  }
+  ADD_FAILURE() << "no loop with a comparison";
+  return {};
+}
+}  // namespace
+
+TEST(Passes, AxisInfoKnowsALoopStaysBelowItsEnd) {
+  Kernel<&bounded_pieces> k("bounded_pieces", {.num_warps = 2, .param_names = {"in", "out", "n"}});
+  // n a positive multiple of 1024: min(n, 4096) is one too, every piece is whole, the mask holds.
+  auto [iv, mask] = loop_infos(k.program().ir(), {16, 16, 1024});
+  EXPECT_TRUE(iv.uniform);
+  EXPECT_EQ(iv.headroom, 512);
+  ASSERT_TRUE(iv.bounded);
+  EXPECT_EQ(iv.min, 0);
+  EXPECT_EQ(iv.max, 4096 - 512);  // the last piece still lies inside a 4096-element stage
+  EXPECT_TRUE(mask.always_true);
+  // n only a multiple of 8: the last piece may be ragged, so the mask stays; the range is still known
+  // from min(n, 4096) <= 4096 alone.
+  std::tie(iv, mask) = loop_infos(k.program().ir(), {16, 16, 8});
+  EXPECT_EQ(iv.headroom, 1);
+  ASSERT_TRUE(iv.bounded);
+  EXPECT_EQ(iv.max, 4096 - 512);
+  EXPECT_FALSE(mask.always_true);
 }
