@@ -409,7 +409,8 @@ int main(int argc, char** argv) {
                             {2048, 131072, "bf16", 4}, {1024, 262144, "f32", 8},  {64, 1048576, "f32", 32},
                             {2048, 131072, "bf16", -1}, {2048, 131072, "f32", -1}, {4096, 32768, "f32", -1},
                             {2048, 131072, "bf16", kStaged}, {4096, 32768, "f32", kStaged}, {1024, 262144, "f32", kStaged},
-                            {2048, 131072, "f32", kStaged}};
+                            {2048, 131072, "f32", kStaged}, {2048, 131072, "f32", 0},   {1024, 262144, "bf16", kStaged},
+                            {1024, 262144, "bf16", 0}};
   if (g_smoke) wide = {{16, 40000, "f32", 0}, {4, 40000, "f32", 3}, {4, 40000, "f32", -1}, {4, 40000, "f32", kStaged}};
   for (const auto& s : wide) {
     const std::string name = std::string(s.splits > 0 ? "softmax_split" + std::to_string(s.splits) + "/"

@@ -478,9 +478,14 @@ inline Scalar<f32> cluster_sum(const Scalar<f32>& x, const std::source_location&
 
 // ---- memory ----
 
+/// How a load or store asks the caches to treat its lines, as Triton's cache_modifier: Cache::streaming
+/// for data touched once (a row streamed through a kernel), so that what is reused (a weight vector)
+/// stays cached; Cache::l2_only to skip L1; Cache::normal otherwise. The interpreter ignores it.
+using Cache = ir::CacheHint;
+
 /// Loads the elements `ptrs` point to where `mask` is true and `other` elsewhere (0 when not given).
 template <class T, int... N, class M, int... K, Operand O>
-Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, const Tile<M, K...>& mask, const O& other,
+Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, const Tile<M, K...>& mask, const O& other, Cache cache = Cache::normal,
                    const std::source_location& loc = std::source_location::current()) {
   static_assert(std::is_same_v<M, i1>, "tilefuse: load's mask must be a comparison result (an i1 tile).");
   static_assert(detail::shapes_combine<Shape<N...>, Shape<K...>> && sizeof...(K) <= sizeof...(N),
@@ -491,22 +496,24 @@ Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, const Tile<M, K...>& mask, co
   auto m = detail::broadcast<Shape<N...>>(mask);
   auto o = detail::broadcast<Shape<N...>>(detail::as_tile<T>(other));
   const ir::ValueType type = Tile<T, N...>::type();
-  return Tile<T, N...>(detail::emit(ir::Op::load, &type, {ptrs.id(), m.id(), o.id()}, 0, 0.0, detail::site(loc)));
+  return Tile<T, N...>(detail::emit(ir::Op::load, &type, {ptrs.id(), m.id(), o.id()}, static_cast<std::int64_t>(cache), 0.0,
+                                    detail::site(loc)));
 }
 
 /// Loads where `mask` is true and 0 elsewhere.
 template <class T, int... N, class M, int... K>
-Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, const Tile<M, K...>& mask,
+Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, const Tile<M, K...>& mask, Cache cache = Cache::normal,
                    const std::source_location& loc = std::source_location::current()) {
-  if constexpr (std::is_same_v<T, i1>) return load(ptrs, mask, false, loc);
-  else return load(ptrs, mask, 0, loc);
+  if constexpr (std::is_same_v<T, i1>) return load(ptrs, mask, false, cache, loc);
+  else return load(ptrs, mask, 0, cache, loc);
 }
 
 /// Loads every element `ptrs` point to (no mask: each must be in bounds).
 template <class T, int... N>
-Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, const std::source_location& loc = std::source_location::current()) {
+Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, Cache cache = Cache::normal,
+                   const std::source_location& loc = std::source_location::current()) {
   const ir::ValueType type = Tile<T, N...>::type();
-  return Tile<T, N...>(detail::emit(ir::Op::load, &type, {ptrs.id()}, 0, 0.0, detail::site(loc)));
+  return Tile<T, N...>(detail::emit(ir::Op::load, &type, {ptrs.id()}, static_cast<std::int64_t>(cache), 0.0, detail::site(loc)));
 }
 
 namespace detail {
@@ -525,22 +532,22 @@ auto store_value(const V& value) {
 
 /// Stores `value` where `mask` is true.
 template <class T, int... N, Operand V, class M, int... K>
-void store(const Tile<ptr<T>, N...>& ptrs, const V& value, const Tile<M, K...>& mask,
+void store(const Tile<ptr<T>, N...>& ptrs, const V& value, const Tile<M, K...>& mask, Cache cache = Cache::normal,
            const std::source_location& loc = std::source_location::current()) {
   static_assert(std::is_same_v<M, i1>, "tilefuse: store's mask must be a comparison result (an i1 tile).");
   static_assert(detail::shapes_combine<Shape<N...>, Shape<K...>> && sizeof...(K) <= sizeof...(N),
                 "tilefuse: store's mask must have the pointers' shape (or be a scalar).");
   auto v = detail::store_value<T, N...>(value);
   auto m = detail::broadcast<Shape<N...>>(mask);
-  detail::emit(ir::Op::store, nullptr, {ptrs.id(), v.id(), m.id()}, 0, 0.0, detail::site(loc));
+  detail::emit(ir::Op::store, nullptr, {ptrs.id(), v.id(), m.id()}, static_cast<std::int64_t>(cache), 0.0, detail::site(loc));
 }
 
 /// Stores `value` everywhere `ptrs` point (no mask).
 template <class T, int... N, Operand V>
-void store(const Tile<ptr<T>, N...>& ptrs, const V& value,
+void store(const Tile<ptr<T>, N...>& ptrs, const V& value, Cache cache = Cache::normal,
            const std::source_location& loc = std::source_location::current()) {
   auto v = detail::store_value<T, N...>(value);
-  detail::emit(ir::Op::store, nullptr, {ptrs.id(), v.id()}, 0, 0.0, detail::site(loc));
+  detail::emit(ir::Op::store, nullptr, {ptrs.id(), v.id()}, static_cast<std::int64_t>(cache), 0.0, detail::site(loc));
 }
 
 }  // namespace tilefuse::tl

@@ -205,12 +205,16 @@ void with_pieces(std::int64_t cols, F&& f) {
 
 /// KernelOptions of a row kernel that holds its row as `pieces` tiles of `piece` elements of
 /// `element_bytes` each: row_elements_per_thread split over the pieces and rounded up to a power of two
-/// per piece (at least two warps where the piece allows) sets the warps. At 4096x12288 bf16 (3 x 4096) on
-/// the H200: 16 per piece (256 threads) 55.3 us, 8 (512 threads) 59.8.
+/// per piece (at least two warps where the piece allows) sets the warps; one piece takes
+/// row_kernel_options. At 4096x12288 bf16 (3 x 4096) on the H200: 16 per piece (256 threads) 55.3 us, 8
+/// (512 threads) 59.8.
 inline KernelOptions pieces_kernel_options(int element_bytes, std::int64_t piece, int pieces, std::vector<std::string> params) {
+  if (pieces == 1) return row_kernel_options(element_bytes, piece, std::move(params));
   const int per_thread = row_elements_per_thread(element_bytes, piece * pieces);
   int per_piece = static_cast<int>(std::bit_ceil(static_cast<unsigned>((per_thread + pieces - 1) / pieces)));
-  while (per_piece > 1 && piece / per_piece < 64) per_piece /= 2;  // two warps at least, as for one piece
+  // Two warps at least where a thread would hold more than 16 elements of the row (the rule of
+  // row_elements_per_thread for one piece).
+  while (per_piece > 1 && per_piece * pieces > 16 && piece / per_piece < 64) per_piece /= 2;
   const int warps = row_warps(piece, per_piece);
   const int resident = row_resident_threads(0);
   return KernelOptions{warps, std::move(params), resident > 32 * warps ? resident / (32 * warps) : 0};

@@ -72,12 +72,10 @@ void divide_row_program(tl::Ptr<T> e, tl::Ptr<T> s, tl::Ptr<T> y, tl::Scalar<tl:
   tl::store(y + row * stride + cols, tl::cast<T>(v), mask);
 }
 
-/// The kernel object for a program at a given BLOCK, made (and traced) on first use.
+/// The kernel object for a program at a given BLOCK (one piece), made (and traced) on first use.
 template <auto Fn, int BLOCK>
 Kernel<Fn>& row_kernel(const char* name, std::vector<std::string> params) {
-  static Kernel<Fn> k(std::string(name) + "_" + std::to_string(BLOCK),
-                      row_kernel_options(row_element_bytes<decltype(Fn)>::value, BLOCK, std::move(params)));
-  return k;
+  return pieces_kernel<Fn, BLOCK, 1>(name, std::move(params));
 }
 
 namespace detail {
@@ -419,26 +417,33 @@ void softmax_staged(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, con
 
 /// Which softmax kernel softmax_auto runs.
 enum class RowVariant {
-  automatic,    ///< one program per row up to 16384 columns, staged up to 8 programs of 32 KB (sm_90), looped above
+  automatic,    ///< one program per row up to 16384 columns, staged up to 8 programs of 64 KB (sm_90), looped above
   one_program,  ///< softmax(): reads once, rows up to 16384 columns (an error above)
   looped,       ///< softmax_looped(): any width, reads twice
   cluster,      ///< softmax_cluster(): reads once, rows up to 131072 columns, sm_90 thread-block clusters
   staged,       ///< softmax_staged(): reads once through shared memory, rows up to 262144 columns
 };
 
-/// Whether softmax_staged() takes rows of `cols` elements of `element_bytes` on `backend` in one program or
-/// a cluster of at most 8 whose pieces fit its shared-memory budget.
+/// Largest stage softmax_auto lets one program of a staged cluster hold. On the H200, 64 KB stages won:
+/// 2048x131072 f32 took 578.3 us staged (a cluster of 8) against 800.8 looped, 1024x262144 bf16 351.8
+/// against 413.9; 128 KB stages lost (1024x262144 f32: 914.4 us staged, 804.8 looped).
+inline constexpr std::int64_t kSoftmaxAutoMaxStageBytes = 65536;
+
+/// Whether softmax_auto sends rows of `cols` elements of `element_bytes` on `backend` to softmax_staged():
+/// one program, or a cluster of at most 8 whose stages hold at most kSoftmaxAutoMaxStageBytes each (or
+/// TILEFUSE_STAGE_BYTES when that is larger).
 inline bool softmax_staged_fits(std::int64_t cols, int element_bytes, Backend backend) {
-  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, softmax_stage_bytes() / element_bytes);
+  const std::int64_t piece =
+      std::min<std::int64_t>(kStageMaxCols, std::max(softmax_stage_bytes(), kSoftmaxAutoMaxStageBytes) / element_bytes);
   return cols <= piece || (cols <= 8 * piece && clusters_available(backend));
 }
 
 /// out = softmax(in) for rows of any width, with the kernel chosen from the width (or by `variant`): the
 /// one-program kernel where the row fits in one program's registers (up to 16384 columns), the staged
-/// one where the row fits in at most eight programs' 32 KB stages (131072 bf16 or 65536 f32 columns; on the
+/// one where the row fits in at most eight programs' 64 KB stages (262144 bf16 or 131072 f32 columns; on the
 /// H200 at 4096x32768 f32: 281.6 us against 364.7 for the register cluster; at 2048x131072 bf16: 307.8
-/// against 401.9 looped), the looped one above (at 1024x262144 f32 the staged kernel's 128 KB stages took
-/// 914.4 us against 804.8 looped) or where clusters are missing. The split-row kernel, which needs scratch, is the caller's explicit choice.
+/// against 401.9 looped; see kSoftmaxAutoMaxStageBytes), the looped one above (at 1024x262144 f32 the
+/// staged kernel's 128 KB stages took 914.4 us against 804.8 looped) or where clusters are missing. The split-row kernel, which needs scratch, is the caller's explicit choice.
 template <class Buf>
 void softmax_auto(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {},
                   RowVariant variant = RowVariant::automatic) {

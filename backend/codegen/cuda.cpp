@@ -64,17 +64,44 @@ template <class S, int W> union tf_pack {
   struct alignas(sizeof(S) * W) Raw { typename tf_word<(sizeof(S) * W > 8 ? 8 : sizeof(S) * W)>::type w[(sizeof(S) * W + 7) / 8]; } raw;
   S s[W];
 };
-template <class S, int W> __device__ __forceinline__ void tf_load_vec(const S* p, S (&out)[W]) {
+// Global accesses with a cache hint H (tl::Cache): 0 as the hardware caches, 1 streaming (ld/st.cs:
+// evicted first), 2 L2 only (ld/st.cg).
+template <int H, class V> __device__ __forceinline__ V tf_ld(const V* p) {
+  if constexpr (H == 1) return __ldcs(p);
+  else if constexpr (H == 2) return __ldcg(p);
+  else return *p;
+}
+template <int H, class V> __device__ __forceinline__ void tf_st(V* p, V v) {
+  if constexpr (H == 1) __stcs(p, v);
+  else if constexpr (H == 2) __stcg(p, v);
+  else *p = v;
+}
+template <class S, int W, int H = 0> __device__ __forceinline__ void tf_load_vec(const S* p, S (&out)[W]) {
   tf_pack<S, W> pk;
-  pk.raw = *reinterpret_cast<const typename tf_pack<S, W>::Raw*>(p);
+  typedef typename tf_pack<S, W>::Raw Raw;
+  if constexpr (H == 0) {
+    pk.raw = *reinterpret_cast<const Raw*>(p);
+  } else if constexpr (sizeof(Raw) == 16) {  // one 128-bit access
+    const ulonglong2 v = tf_ld<H>(reinterpret_cast<const ulonglong2*>(p));
+    pk.raw.w[0] = v.x; pk.raw.w[1] = v.y;
+  } else {
+    pk.raw.w[0] = tf_ld<H>(reinterpret_cast<const Raw*>(p)->w);
+  }
 #pragma unroll
   for (int k = 0; k < W; ++k) out[k] = pk.s[k];
 }
-template <class S, int W> __device__ __forceinline__ void tf_store_vec(S* p, const S (&in)[W]) {
+template <class S, int W, int H = 0> __device__ __forceinline__ void tf_store_vec(S* p, const S (&in)[W]) {
   tf_pack<S, W> pk;
+  typedef typename tf_pack<S, W>::Raw Raw;
 #pragma unroll
   for (int k = 0; k < W; ++k) pk.s[k] = in[k];
-  *reinterpret_cast<typename tf_pack<S, W>::Raw*>(p) = pk.raw;
+  if constexpr (H == 0) {
+    *reinterpret_cast<Raw*>(p) = pk.raw;
+  } else if constexpr (sizeof(Raw) == 16) {
+    tf_st<H>(reinterpret_cast<ulonglong2*>(p), make_ulonglong2(pk.raw.w[0], pk.raw.w[1]));
+  } else {
+    tf_st<H>(reinterpret_cast<Raw*>(p)->w, pk.raw.w[0]);
+  }
 }
 // ---- end of helpers ----
 )";
@@ -534,20 +561,21 @@ class Emitter {
 
   // Stores the run of W elements of register tile `val` at e0 to `addr` as one access: halves are rounded
   // and packed two to a word (one conversion per pair), everything else converted element by element.
-  void store_run(const std::string& indent, DType dt, int W, const std::string& val, const std::string& addr) {
+  void store_run(const std::string& indent, DType dt, int W, const std::string& val, const std::string& addr, int hint = 0) {
+    const std::string H = hint_arg(hint);
     const bool narrow = dt == DType::f16 || dt == DType::bf16;
     if (narrow && W >= 2) {
       os_ << indent << "unsigned raw[" << W / 2 << "];\n";
       os_ << "#pragma unroll\n" << indent << "for (int k = 0; k < " << W / 2 << "; ++k) raw[k] = "
           << (dt == DType::bf16 ? "tf_pack_bf16x2(" : "tf_pack_f16x2(") << val << "[e0 + 2 * k], " << val << "[e0 + 2 * k + 1]);\n";
-      os_ << indent << "tf_store_vec<unsigned, " << W / 2 << ">(reinterpret_cast<unsigned*>(" << addr << "), raw);\n";
+      os_ << indent << "tf_store_vec<unsigned, " << W / 2 << H << ">(reinterpret_cast<unsigned*>(" << addr << "), raw);\n";
       return;
     }
     const std::string S = storage_type(dt);
     os_ << indent << S << " raw[" << W << "];\n";
     os_ << "#pragma unroll\n" << indent << "for (int k = 0; k < " << W << "; ++k) raw[k] = " << to_storage(dt, val + "[e0 + k]")
         << ";\n";
-    os_ << indent << "tf_store_vec<" << S << ", " << W << ">(" << addr << ", raw);\n";
+    os_ << indent << "tf_store_vec<" << S << ", " << W << H << ">(" << addr << ", raw);\n";
   }
 
   // Loads the run of W elements at `addr` into register tile `r` at e0 as one access: halves as W / 2
@@ -818,13 +846,27 @@ class Emitter {
   // of N): masked accesses and selects under it are emitted without the mask.
   bool known_true(ir::ValueId mask) const { return axis_[mask].always_true; }
 
+  // The cache hint of a global load or store (masks take none), and what it adds to tf_load_vec's or
+  // tf_store_vec's template arguments.
+  static int hint_of(const ir::Instr& in, DType dt) { return dt == DType::i1 ? 0 : static_cast<int>(in.index); }
+  static std::string hint_arg(int hint) { return hint ? ", " + std::to_string(hint) : ""; }
+  // The element at address `addr` (of storage type S) read with cache hint `hint`.
+  static std::string read(const std::string& S, const std::string& addr, int hint) {
+    return hint ? "tf_ld<" + std::to_string(hint) + ", " + S + ">(" + addr + ")" : "*" + addr;
+  }
+  // `value` (of storage type S) written to `addr` with cache hint `hint`.
+  static std::string write(const std::string& S, const std::string& addr, const std::string& value, int hint) {
+    return hint ? "tf_st<" + std::to_string(hint) + ", " + S + ">(" + addr + ", " + value + ")" : "*" + addr + " = " + value;
+  }
+
   void load(const ir::Instr& in) {
     const auto& t = fn_.values[in.result];
     const std::string p = v(in.args[0]);
     const bool masked = in.args.size() >= 2 && !known_true(in.args[1]);
     const std::string S = storage_type(t.dtype);
+    const int hint = hint_of(in, t.dtype);
     if (t.rank == 0) {
-      const std::string value = from_storage(t.dtype, "*" + p);
+      const std::string value = from_storage(t.dtype, read(S, p, hint));
       os_ << "  const " << reg_type(t) << " " << v(in.result) << " = "
           << (masked ? v(in.args[1]) + " ? " + value + " : " + v(in.args[2]) : value) << ";\n";
       return;
@@ -842,7 +884,7 @@ class Emitter {
     const std::string other = masked ? v(in.args[2]) + "[e]" : literal(t.dtype, 0);
     if (W == 1) {
       const std::string cond = pred("e");
-      const std::string value = from_storage(t.dtype, "*" + p + "[e]");
+      const std::string value = from_storage(t.dtype, read(S, p + "[e]", hint));
       os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) " << r << "[e] = "
           << (cond.empty() ? value : cond + " ? " + value + " : " + other) << ";\n";
       return;
@@ -863,11 +905,11 @@ class Emitter {
     if (!all.empty()) os_ << "    if (" << all << ") {\n";
     if (narrow) {
       os_ << in_run << "unsigned raw[" << W / 2 << "];\n";
-      os_ << in_run << "tf_load_vec<unsigned, " << W / 2 << ">(reinterpret_cast<const unsigned*>(" << p << "[e0]), raw);\n";
+      os_ << in_run << "tf_load_vec<unsigned, " << W / 2 << hint_arg(hint) << ">(reinterpret_cast<const unsigned*>(" << p << "[e0]), raw);\n";
       os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W / 2 << "; ++k) " << dst << "[e0 / 2 + k] = raw[k];\n";
     } else {
       os_ << in_run << S << " raw[" << W << "];\n";
-      os_ << in_run << "tf_load_vec<" << S << ", " << W << ">(" << p << "[e0], raw);\n";
+      os_ << in_run << "tf_load_vec<" << S << ", " << W << hint_arg(hint) << ">(" << p << "[e0], raw);\n";
       os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W << "; ++k) " << dst << "[e0 + k] = raw[k];\n";
     }
     if (all.empty()) {
@@ -877,8 +919,8 @@ class Emitter {
       const std::string cond = pred("e");
       // A mask constant over the run is false on all of it here: the run takes `other` without loading.
       const std::string value = masked && mask_constant_over(in.args[1], W) ? conv_other
-                                : cond.empty() ? element("*" + p + "[e]")
-                                               : cond + " ? " + element("*" + p + "[e]") + " : " + conv_other;
+                                : cond.empty() ? element(read(S, p + "[e]", hint))
+                                               : cond + " ? " + element(read(S, p + "[e]", hint)) + " : " + conv_other;
       if (narrow) {
         os_ << "#pragma unroll\n      for (int e2 = e0; e2 < e0 + " << W << "; e2 += 2) {\n";
         os_ << "        unsigned word = 0;\n";
@@ -927,10 +969,11 @@ class Emitter {
     const bool masked = in.args.size() == 3 && !known_true(in.args[2]);
     const DType dt = pt.dtype;
     const std::string S = storage_type(dt);
+    const int hint = hint_of(in, dt);
     if (pt.rank == 0) {
       // Every thread holds the scalar; one writes it.
-      os_ << "  if (tid == 0" << (masked ? " && " + v(in.args[2]) : "") << ") *" << p << " = "
-          << to_storage(dt, v(in.args[1])) << ";\n";
+      os_ << "  if (tid == 0" << (masked ? " && " + v(in.args[2]) : "") << ") " << write(S, p, to_storage(dt, v(in.args[1])), hint)
+          << ";\n";
       return;
     }
     const int E = layout(pt).per_thread;
@@ -945,14 +988,14 @@ class Emitter {
     if (W == 1) {
       const std::string cond = pred("e");
       os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) " << (cond.empty() ? "" : "if (" + cond + ") ")
-          << "*" << p << "[e] = " << to_storage(dt, val + "[e]") << ";\n";
+          << write(S, p + "[e]", to_storage(dt, val + "[e]"), hint) << ";\n";
       return;
     }
     os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
     const std::string all = run_in_mask(pred, masked ? in.args[2] : -1, W);
     const std::string in_run = all.empty() ? "    " : "      ";
     if (!all.empty()) os_ << "    if (" << all << ") {\n";
-    store_run(in_run, dt, W, val, p + "[e0]");
+    store_run(in_run, dt, W, val, p + "[e0]", hint);
     if (all.empty()) {
       os_ << "  }\n";
       return;
@@ -963,7 +1006,7 @@ class Emitter {
     }
     const std::string cond = pred("e");
     os_ << "    } else {\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) "
-        << (cond.empty() ? "" : "if (" + cond + ") ") << "*" << p << "[e] = " << to_storage(dt, val + "[e]") << ";\n";
+        << (cond.empty() ? "" : "if (" + cond + ") ") << write(S, p + "[e]", to_storage(dt, val + "[e]"), hint) << ";\n";
     os_ << "    }\n  }\n";
   }
 

@@ -53,6 +53,14 @@ std::string ValueType::str() const {
   return s;
 }
 
+const char* cache_hint_name(CacheHint hint) {
+  switch (hint) {
+    case CacheHint::streaming: return "streaming";
+    case CacheHint::l2_only: return "l2_only";
+    default: return "normal";
+  }
+}
+
 const char* op_name(Op op) {
   switch (op) {
     case Op::param: return "param";
@@ -196,6 +204,10 @@ std::string print(const Function& fn, const Instr& in) {
     case Op::stage_store:
     case Op::stage_load:
     case Op::stage_copy: os << " @" << in.index; break;
+    case Op::load:
+    case Op::store:
+      if (in.index != 0) os << " " << cache_hint_name(static_cast<CacheHint>(in.index));
+      break;
     default: break;
   }
   for (std::size_t i = 0; i < in.args.size(); ++i) os << (i ? ", %" : " %") << in.args[i];
@@ -345,6 +357,7 @@ void verify(const Function& fn) {
         break;
       case Op::load:
         need_args(1, 3);
+        if (in.index < 0 || in.index > static_cast<std::int64_t>(CacheHint::l2_only)) fail(in, "no such cache hint");
         if (!arg(0).pointer || arg(0).dtype != r->dtype || arg(0).rank != r->rank || r->pointer)
           fail(in, "load typing");
         if (in.args.size() >= 2 && arg(1).dtype != DType::i1) fail(in, "load mask must be i1");
@@ -352,6 +365,7 @@ void verify(const Function& fn) {
         break;
       case Op::store:
         need_args(2, 3);
+        if (in.index < 0 || in.index > static_cast<std::int64_t>(CacheHint::l2_only)) fail(in, "no such cache hint");
         if (!arg(0).pointer || arg(0).dtype != arg(1).dtype || arg(1).pointer || arg(0).rank != arg(1).rank)
           fail(in, "store typing");
         if (in.args.size() == 3 && arg(2).dtype != DType::i1) fail(in, "store mask must be i1");

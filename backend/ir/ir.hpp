@@ -54,8 +54,8 @@ enum class Op : std::uint8_t {
   select,        ///< (cond, a, b): a where cond else b
   cast,          ///< (x) converted to the result dtype
   ptr_add,       ///< (ptr, offset): ptr advanced by offset elements
-  load,          ///< (ptr [, mask [, other]]): other where the mask is false
-  store,         ///< (ptr, value [, mask]); no result
+  load,          ///< (ptr [, mask [, other]]): other where the mask is false; `index`: its CacheHint
+  store,         ///< (ptr, value [, mask]); no result; `index`: its CacheHint
   reduce_max, reduce_min, reduce_sum,  ///< (tile) reduced to a scalar
   loop,          ///< (lo, hi, step, init...): runs `body` for iv = lo, lo + step, ... < hi, carrying values
   rand,          ///< (seed, offsets): f32 uniform in [0, 1) from Philox4x32-10 keyed by seed, counter offsets
@@ -65,6 +65,13 @@ enum class Op : std::uint8_t {
   stage_copy,    ///< stage `index`: (offset, ptrs [, mask]) copies *ptrs[i] (0 where masked) to element offset + i,
                  ///< asynchronously (it completes before the stage is next accessed); no result
 };
+
+/// How a load or store asks the caches to treat its lines (the `index` of the instruction; Triton's
+/// cache_modifier): `normal` as the hardware does; `streaming` (PTX .cs) evicts them first, for data
+/// touched once, so that what is reused stays cached; `l2_only` (PTX .cg) caches them in L2, not L1.
+enum class CacheHint : std::uint8_t { normal, streaming, l2_only };
+/// Name of a cache hint as the printer spells it ("normal", "streaming", "l2_only").
+const char* cache_hint_name(CacheHint hint);
 
 /// Name of an op as the printer spells it.
 const char* op_name(Op op);

@@ -155,4 +155,33 @@ inline void stage_reference(const std::vector<float>& x, int n, int at, std::vec
     if (in_stage(at + 64 + j)) z[j] = 64 + j < n ? 2.0 * x[64 + j] : 0.0;
 }
 
+/// Every kind of global access with a cache hint: per row of n elements (stride n), y = 2 x + x[0] + h
+/// with x read streaming (masked, in runs), x[0] as an L2-only scalar and y written L2-only; halves h
+/// read and written streaming whole; the row's sum written as a streaming scalar.
+template <int BLOCK>
+void hinted_copy_program(tl::Ptr<tl::f32> x, tl::Ptr<tl::bf16> h, tl::Ptr<tl::f32> y, tl::Ptr<tl::bf16> h_out,
+                         tl::Ptr<tl::f32> sums, tl::Scalar<tl::i32> n) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  auto mask = cols < n;
+  auto xv = tl::load(x + row * n + cols, mask, tl::Cache::streaming);
+  auto first = tl::load(x + row * n, tl::Cache::l2_only);
+  auto hv = tl::load(h + row * BLOCK + cols, tl::Cache::streaming);
+  tl::store(y + row * n + cols, xv * 2.0 + first + tl::cast<tl::f32>(hv), mask, tl::Cache::l2_only);
+  tl::store(h_out + row * BLOCK + cols, hv, tl::Cache::streaming);
+  tl::store(sums + row, tl::sum(xv), tl::Cache::streaming);
+}
+
+/// float64 reference of hinted_copy_program (x rows x n, h rows x BLOCK): y and sums.
+inline void hinted_copy_reference(const std::vector<float>& x, const std::vector<double>& h, int rows, int n, int block,
+                                  std::vector<double>& y, std::vector<double>& sums) {
+  y.assign(x.size(), 0.0);
+  sums.assign(rows, 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < n; ++i) {
+      y[r * n + i] = 2.0 * x[r * n + i] + x[r * n] + (i < block ? h[r * block + i] : 0.0);
+      sums[r] += x[r * n + i];
+    }
+}
+
 }  // namespace tilefuse::testkit

@@ -168,13 +168,13 @@ enum class NormVariant { one_program, looped, automatic, split, cluster, staged 
 template <class H>
 // mean 1e4: same tolerance. `looped`: the looped kernel, whose one-pass shifted variance allows 1e-4 on rstd.
 void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, NormVariant variant = NormVariant::one_program,
-                     std::int64_t splits = 1) {
+                     std::int64_t splits = 1, float stddev = 1.f) {
   const auto seed = std::random_device{}();
   const char* names[] = {"layernorm ", "layernorm_looped ", "layernorm_auto ", "layernorm_split ", "layernorm_cluster ",
                          "layernorm_staged "};
   SCOPED_TRACE(std::string(names[static_cast<int>(variant)]) + "splits " + std::to_string(splits) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
-  auto hx = reference::random_vector<H>(n, seed, mean, 1.f);
+  auto hx = reference::random_vector<H>(n, seed, mean, stddev);
   auto hw = reference::random_vector<H>(cols, seed + 1);
   auto hb = reference::random_vector<H>(cols, seed + 2);
   DeviceBuffer<H> x(hx), w(hw), b(hb), y(n);
@@ -270,6 +270,12 @@ TEST_F(Gpu, SplitRowLayerNorm) {
 }
 
 TEST_F(Gpu, LayerNormLargeMeanTwoPass) { check_layernorm<float>(64, 4096, 1e4f); }
+// Half rows are summed unshifted: at mean 1e4 they still match float64 on the rounded inputs.
+TEST_F(Gpu, LayerNormHalvesAtALargeMean) {
+  check_layernorm<half>(64, 4096, 1e4f, NormVariant::one_program, 1, 30.f);
+  check_layernorm<bfloat16>(64, 8192, 1e4f, NormVariant::one_program, 1, 300.f);
+  check_layernorm<half>(16, 3000, -1e4f, NormVariant::one_program, 1, 30.f);
+}
 
 TEST_F(Gpu, LayerNormLoopedWideRows) {
   for (std::int64_t cols : {1, 4096, 20000, 131072}) check_layernorm<float>(9, cols, 0.f, NormVariant::looped);
@@ -330,13 +336,17 @@ TEST_F(Gpu, SplitRowSoftmax) {
 }
 
 TEST_F(Gpu, AutomaticRowVariantsAtTheOneProgramLimit) {
-  // 16384 columns: the one-program kernels; 16385 and wider: the looped ones.
+  // 16384 columns: the one-program kernels; 16385 and wider: the looped LayerNorm and the staged softmax
+  // (32 KB stages), 131072 f32 and 262144 bf16 in eight 64 KB stages, 131073 f32 the looped softmax.
   for (std::int64_t cols : {1000, 16384, 16385, 70000}) {
     check_softmax_looped<float>(5, cols, 1);
     check_softmax_looped<bfloat16>(3, cols, 1);
     check_layernorm<float>(5, cols, 0.f, NormVariant::automatic);
     check_layernorm<half>(3, cols, 0.f, NormVariant::automatic);
   }
+  check_softmax_looped<float>(3, 131072, 1);
+  check_softmax_looped<float>(3, 131073, 1);
+  check_softmax_looped<bfloat16>(2, 262144, 1);
 }
 
 TEST_F(Gpu, ClusterSoftmaxReadsOnce) {
@@ -361,6 +371,37 @@ TEST_F(Gpu, StagedSoftmaxReadsOnce) {
   check_softmax_looped<bfloat16>(64, 131072, 3);
   check_softmax_looped<half>(9, 40000, 3);
   check_softmax_looped<float>(3, 262144, 3);
+}
+
+// Loads and stores with cache hints (streaming vector runs, L2-only scalars and masked elements) write
+// what the interpreter and float64 do, at a ragged row length (element by element) and a whole one.
+TEST_F(Gpu, CacheHintedAccessesMatchTheInterpreter) {
+  Kernel<&testkit::hinted_copy_program<1024>> k("hinted_copy", KernelOptions{4, {"x", "h", "y", "h_out", "sums", "n"}});
+  for (int n : {1000, 1024}) {
+    const int rows = 67, block = 1024;
+    const auto seed = std::random_device{}();
+    SCOPED_TRACE("n " + std::to_string(n) + " seed " + std::to_string(seed));
+    auto hx = reference::random_vector<float>(rows * n, seed);
+    auto hh = reference::random_vector<bfloat16>(rows * block, seed + 1);
+    DeviceBuffer<float> x(hx), y(rows * n), sums(rows);
+    DeviceBuffer<bfloat16> h(hh), h_out(rows * block);
+    y.fill_bytes(0xff);
+    sums.fill_bytes(0xff);
+    h_out.fill_bytes(0xff);
+    k.launch({{rows}, Backend::gpu}, x, h, y, h_out, sums, n);
+    std::vector<float> iy(hx.size(), std::nanf("")), isums(rows, std::nanf(""));
+    std::vector<bfloat16> ih(hh.size());
+    k.launch({{rows}, Backend::interpreter}, hx, hh, iy, ih, isums, n);
+    std::vector<double> hd(hh.size()), y_ref, sums_ref;
+    for (std::size_t i = 0; i < hh.size(); ++i) hd[i] = reference::to_float(hh[i]);
+    testkit::hinted_copy_reference(hx, hd, rows, n, block, y_ref, sums_ref);
+    const auto gy = y.download(), gsums = sums.download();
+    const auto gh = h_out.download();
+    EXPECT_LE(reference::worst_element<float>(gy, y_ref, 1e-6, 1e-6), 1.0);
+    EXPECT_LE(reference::worst_element<float>(gsums, sums_ref, 1e-4, 1e-5), 1.0);
+    for (std::size_t i = 0; i < gy.size(); ++i) ASSERT_EQ(gy[i], iy[i]) << "y[" << i << "]";
+    for (std::size_t i = 0; i < gh.size(); ++i) ASSERT_EQ(reference::to_float(gh[i]), hd[i]) << "h_out[" << i << "]";
+  }
 }
 
 TEST_F(Gpu, StageSemanticsMatchTheInterpreter) {

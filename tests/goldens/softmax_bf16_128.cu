@@ -46,17 +46,44 @@ template <class S, int W> union tf_pack {
   struct alignas(sizeof(S) * W) Raw { typename tf_word<(sizeof(S) * W > 8 ? 8 : sizeof(S) * W)>::type w[(sizeof(S) * W + 7) / 8]; } raw;
   S s[W];
 };
-template <class S, int W> __device__ __forceinline__ void tf_load_vec(const S* p, S (&out)[W]) {
+// Global accesses with a cache hint H (tl::Cache): 0 as the hardware caches, 1 streaming (ld/st.cs:
+// evicted first), 2 L2 only (ld/st.cg).
+template <int H, class V> __device__ __forceinline__ V tf_ld(const V* p) {
+  if constexpr (H == 1) return __ldcs(p);
+  else if constexpr (H == 2) return __ldcg(p);
+  else return *p;
+}
+template <int H, class V> __device__ __forceinline__ void tf_st(V* p, V v) {
+  if constexpr (H == 1) __stcs(p, v);
+  else if constexpr (H == 2) __stcg(p, v);
+  else *p = v;
+}
+template <class S, int W, int H = 0> __device__ __forceinline__ void tf_load_vec(const S* p, S (&out)[W]) {
   tf_pack<S, W> pk;
-  pk.raw = *reinterpret_cast<const typename tf_pack<S, W>::Raw*>(p);
+  typedef typename tf_pack<S, W>::Raw Raw;
+  if constexpr (H == 0) {
+    pk.raw = *reinterpret_cast<const Raw*>(p);
+  } else if constexpr (sizeof(Raw) == 16) {  // one 128-bit access
+    const ulonglong2 v = tf_ld<H>(reinterpret_cast<const ulonglong2*>(p));
+    pk.raw.w[0] = v.x; pk.raw.w[1] = v.y;
+  } else {
+    pk.raw.w[0] = tf_ld<H>(reinterpret_cast<const Raw*>(p)->w);
+  }
 #pragma unroll
   for (int k = 0; k < W; ++k) out[k] = pk.s[k];
 }
-template <class S, int W> __device__ __forceinline__ void tf_store_vec(S* p, const S (&in)[W]) {
+template <class S, int W, int H = 0> __device__ __forceinline__ void tf_store_vec(S* p, const S (&in)[W]) {
   tf_pack<S, W> pk;
+  typedef typename tf_pack<S, W>::Raw Raw;
 #pragma unroll
   for (int k = 0; k < W; ++k) pk.s[k] = in[k];
-  *reinterpret_cast<typename tf_pack<S, W>::Raw*>(p) = pk.raw;
+  if constexpr (H == 0) {
+    *reinterpret_cast<Raw*>(p) = pk.raw;
+  } else if constexpr (sizeof(Raw) == 16) {
+    tf_st<H>(reinterpret_cast<ulonglong2*>(p), make_ulonglong2(pk.raw.w[0], pk.raw.w[1]));
+  } else {
+    tf_st<H>(reinterpret_cast<Raw*>(p)->w, pk.raw.w[0]);
+  }
 }
 // ---- end of helpers ----
 

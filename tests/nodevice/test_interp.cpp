@@ -114,3 +114,25 @@ TEST(Interp, IntegerDivisionByZeroIsAnError) {
   k.launch({{1}, Backend::interpreter}, x, -2);
   EXPECT_EQ(x[0], -3);
 }
+
+// Cache hints change nothing the interpreter computes: hinted_copy_program against float64, rows of a
+// ragged length (masked) and of the whole tile.
+TEST(Interp, CacheHintedAccessesMatchFloat64) {
+  for (int n : {1000, 1024}) {
+    const int rows = 3, block = 1024;
+    const auto seed = std::random_device{}();
+    SCOPED_TRACE("n " + std::to_string(n) + " seed " + std::to_string(seed));
+    auto x = reference::random_vector<float>(rows * n, seed);
+    auto h = reference::random_vector<bfloat16>(rows * block, seed + 1);
+    std::vector<float> y(x.size(), std::nanf("")), sums(rows, std::nanf(""));
+    std::vector<bfloat16> h_out(h.size(), reference::from_float<bfloat16>(std::nanf("")));
+    Kernel<&testkit::hinted_copy_program<1024>> k("hinted_copy", KernelOptions{4, {"x", "h", "y", "h_out", "sums", "n"}});
+    k.launch({{rows}, Backend::interpreter}, x, h, y, h_out, sums, n);
+    std::vector<double> hd(h.size()), y_ref, sums_ref;
+    for (std::size_t i = 0; i < h.size(); ++i) hd[i] = reference::to_float(h[i]);
+    testkit::hinted_copy_reference(x, hd, rows, n, block, y_ref, sums_ref);
+    EXPECT_LE(reference::worst_element<float>(y, y_ref, 1e-6, 1e-6), 1.0);
+    EXPECT_LE(reference::worst_element<float>(sums, sums_ref, 1e-4, 1e-5), 1.0);
+    for (std::size_t i = 0; i < h.size(); ++i) ASSERT_EQ(reference::to_float(h_out[i]), hd[i]) << i;
+  }
+}

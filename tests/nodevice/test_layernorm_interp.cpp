@@ -83,6 +83,14 @@ TEST(LayerNormInterp, Bf16) {
   for (auto c : kWidths) check_layernorm<bfloat16>(2, c);
 }
 
+// Half rows are summed unshifted: at |mean| = 1e4 the inputs' own spacing (8 in f16, 64 in bf16) is far
+// above what the f32 sums lose, so the result still matches float64 on the rounded inputs.
+TEST(LayerNormInterp, HalvesNeedNoShiftAtALargeMean) {
+  check_layernorm<half>(4, 4096, 1e4f, 30.f);
+  check_layernorm<bfloat16>(4, 4096, 1e4f, 300.f);
+  check_layernorm<half>(4, 3000, -1e4f, 30.f);
+}
+
 TEST(LayerNormInterp, TwoPassSurvivesALargeMeanWhereOnePassFails) {
   const std::int64_t rows = 8, cols = 4096;
   auto x = reference::random_vector<float>(rows * cols, 11, 1e4f, 1.f);
@@ -176,6 +184,16 @@ TEST(NormNvrtc, RowsOfThreeQuarterTilesTakeThreeWholePieces) {
   const auto info = p.compile(spec, "sm_90");
   EXPECT_LE(info.registers, 80) << info.ptxas_log;
   EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+}
+
+// A row of one piece launches as every other row kernel does (a 64-column f32 row: one packed warp of 16
+// per thread, as the softmax has); three pieces of 256 f32 take two warps of 4 per piece.
+TEST(NormNvrtc, OnePieceRowsLaunchAsRowKernelsDo) {
+  auto warps = [](auto& kernel) { return kernel.program().num_warps(); };
+  EXPECT_EQ(warps(kernels::layernorm_kernel<tl::f32, 64>()), warps(kernels::softmax_kernel<tl::f32, 64>()));
+  EXPECT_EQ(warps(kernels::layernorm_kernel<tl::f32, 64>()), 1);
+  EXPECT_EQ(warps(kernels::layernorm_kernel<tl::bf16, 8192>()), 8);
+  EXPECT_EQ((warps(kernels::layernorm_kernel<tl::f32, 256, 3>())), 2);
 }
 
 TEST(NormNvrtc, CompileWithoutSpillsF32) { compile_all_norms<tl::f32>(); }

@@ -179,7 +179,13 @@ TEST(Loops, LoopedSoftmaxMatchesFloat64) {
 }
 
 TEST(Loops, AutomaticVariantTakesEveryWidth) {
-  for (std::int64_t cols : {300, 16384, 16385, 40000, 131072, 131073}) {  // one program, cluster, looped
+  // One program, staged in 32 KB and in 64 KB stages, looped.
+  EXPECT_TRUE(kernels::softmax_staged_fits(65536, 4, Backend::interpreter));
+  EXPECT_TRUE(kernels::softmax_staged_fits(131072, 4, Backend::interpreter));
+  EXPECT_FALSE(kernels::softmax_staged_fits(131073, 4, Backend::interpreter));
+  EXPECT_TRUE(kernels::softmax_staged_fits(262144, 2, Backend::interpreter));
+  EXPECT_FALSE(kernels::softmax_staged_fits(262144, 4, Backend::interpreter));
+  for (std::int64_t cols : {300, 16384, 16385, 40000, 131072, 131073}) {
     const auto seed = std::random_device{}();
     SCOPED_TRACE("softmax_auto 2x" + std::to_string(cols) + " seed " + std::to_string(seed));
     auto x = reference::random_vector<float>(2 * cols, seed, 0.f, 3.f);

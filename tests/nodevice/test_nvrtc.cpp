@@ -7,6 +7,7 @@
 #include "backend/nvrtc/nvrtc.hpp"
 #include "kernels/softmax.hpp"
 #include "tests/common/op_kernels.hpp"
+#include "tests/common/text.hpp"
 
 using namespace tilefuse;
 
@@ -102,4 +103,30 @@ TEST(Nvrtc, PtxUsesVectorLoadsForAlignedRows) {
   const bool vector_store = ptx.find("st.global.v4") != std::string::npos || ptx.find("st.global.v2.u64") != std::string::npos ||
                             ptx.find("st.global.v2.b64") != std::string::npos;
   EXPECT_TRUE(vector_store) << "no 16-byte global stores in the PTX";
+}
+
+// tl::Cache hints reach the IR, the generated source and the PTX: ld/st.global.cs for streaming,
+// .cg for L2 only, on vector runs, masked element paths and scalars alike.
+TEST(Nvrtc, CacheHintsReachThePtx) {
+  Kernel<&testkit::hinted_copy_program<1024>> k("hinted_copy", KernelOptions{4, {"x", "h", "y", "h_out", "sums", "n"}});
+  auto& p = k.program();
+  const std::string ir_text = ir::print(p.ir());
+  EXPECT_EQ(test::occurrences(ir_text, " streaming"), 4u) << ir_text;  // two loads, two stores
+  EXPECT_EQ(test::occurrences(ir_text, " l2_only"), 2u) << ir_text;
+  for (const auto& spec : {Specialization{{16, 16, 16, 16, 16, 1024}}, Specialization{{16, 16, 16, 16, 16, 1}}}) {
+    const std::string src = p.cuda_source(spec);
+    const std::string ptx = nvrtc::ptx(src, codegen::kernel_symbol(p.ir()), "sm_90");
+    SCOPED_TRACE(spec.divisibility.back() == 1 ? "rows of odd length" : "aligned rows");
+    EXPECT_NE(ptx.find("ld.global.cs"), std::string::npos);
+    EXPECT_NE(ptx.find("ld.global.cg"), std::string::npos);
+    EXPECT_NE(ptx.find("st.global.cs"), std::string::npos);
+    EXPECT_NE(ptx.find("st.global.cg"), std::string::npos);
+    if (spec.divisibility.back() == 1024) {
+      EXPECT_EQ(test::occurrences(src, "tf_load_vec<float, 4, 1>("), 1u) << src;
+      EXPECT_EQ(test::occurrences(src, "tf_store_vec<float, 4, 2>("), 1u) << src;
+      EXPECT_EQ(test::occurrences(src, "tf_load_vec<unsigned, 4, 1>("), 1u) << src;
+    } else {
+      EXPECT_NE(src.find("tf_ld<1, float>("), std::string::npos) << src;  // element by element
+    }
+  }
 }
