@@ -3,6 +3,7 @@
 // second read of memory), which stays accurate when the mean is large against the spread.
 #pragma once
 
+#include <optional>
 
 #include "kernels/common.hpp"
 #include "kernels/softmax.hpp"
@@ -14,119 +15,81 @@ namespace tl = tilefuse::tl;
 /// Widest row one normalization program holds in registers.
 inline constexpr std::int64_t kNormMaxCols = 16384;
 
-namespace detail {
-
-// One LayerNorm row as layernorm_program traces it: a row of n columns is held in
-// registers as PIECES tiles of PIECE columns (a 12288-column row as 3 x 4096, where one tile would be
-// 16384 wide and a quarter of it masked off); every piece but the last is whole, and the last holds
-// `tail` = n - (PIECES - 1) * PIECE columns.
-template <class T, int PIECE, int PIECES>
-struct LayerNormRow {
+/// y = (x - mean) * rstd * w + b per row; writes mean and rstd per row (f32) for a backward pass. The row
+/// is held in registers as PIECES tiles of PIECE columns (a 12288-column row as 3 x 4096, where one tile
+/// would be 16384 wide and a quarter of it masked off): every piece but the last is whole, and the last
+/// holds `tail` = n - (PIECES - 1) * PIECE columns.
+template <class T, int PIECE, int PIECES = 1>
+void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                       tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                       tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps) {
   static_assert(PIECES >= 1, "tilefuse layernorm_program: a row takes at least one piece.");
   // f32 rows are summed as x - x[0] (exact for values near each other), so that a mean of 1e4 against a
   // spread of 1 costs no digits of the centered values. Halves need no shift: at |mean| = 1e4 their own
   // spacing (8 for f16, 64 for bf16) is far above what the f32 sums lose, and the shift would cost a
   // load and a subtraction per element.
-  static constexpr bool kShifted = std::is_same_v<T, tl::f32>;
+  constexpr bool shifted = std::is_same_v<T, tl::f32>;
   // w and b are loaded before the reductions for f32 rows, so that their round trip overlaps them (for
   // 2 x 16 more registers per thread): on the H200, 4096x4096 f32 took 36.96 us with them loaded first
   // and 38.50 loaded last, 16384x768 f32 28.74 and 29.54. Halves hold twice the elements per thread:
   // 8192x8192 bf16 took 90.6 us loading them first and 71.4 last, 4096x12288 bf16 59.9 and 55.4 (loaded
   // piece by piece as each is stored).
-  static constexpr bool kAffineFirst = std::is_same_v<T, tl::f32>;
+  constexpr bool affine_first = std::is_same_v<T, tl::f32>;
   // Half rows are read and written streaming (evicted first), which keeps w and b, loaded per row after
   // the reductions, cached: on the H200 8192x8192 bf16 took 70.24 us against 71.30-71.49 without hints,
   // 32768x1024 f16 36.74 against 37.47, 4096x12288 bf16 54.82 against 55.52-55.68 (streaming loads
   // alone were slower: 75.01 us at 8192x8192). f32 rows, whose w and b are loaded first, gained nothing
   // (4096x4096 37.18 both ways, 16384x768 29.15 against 28.77-28.86).
-  static constexpr tl::Cache kRowCache = kShifted ? tl::Cache::normal : tl::Cache::streaming;
+  constexpr tl::Cache row_cache = shifted ? tl::Cache::normal : tl::Cache::streaming;
   using F32Tile = tl::Tile<tl::f32, PIECE>;
-  using Affine = std::vector<std::pair<F32Tile, F32Tile>>;
-
-  tl::Ptr<T> x, w, b, y;
-  tl::Ptr<tl::f32> mean_out, rstd_out;
-  tl::Scalar<tl::i32> stride, n, tail;
-  tl::Scalar<tl::f32> eps;
-  tl::Tile<tl::i32, PIECE> cols = tl::arange<PIECE>();
-  tl::Tile<tl::i1, PIECE> last = cols < tail;
-
+  auto cols = tl::arange<PIECE>();
+  auto last = cols < tail;
   // access() on piece k: with no mask but on the last piece, whose columns past the row it must not touch.
-  template <class Access>
-  auto masked(int k, Access&& access) const {
-    return k + 1 < PIECES ? access() : access(last);
-  }
-  // Piece k of the row at `base` as stored (dtype T).
-  tl::Tile<T, PIECE> load_piece(tl::Scalar<tl::i32> base, int k) const {
-    auto ptrs = x + (base + k * PIECE) + cols;
-    return masked(k, [&](auto... m) { return tl::load(ptrs, m..., kRowCache); });
-  }
-  // What the sums subtract from the row at `base`: x[0] for f32 rows, 0 for halves.
-  tl::Scalar<tl::f32> shift(tl::Scalar<tl::i32> base) const {
-    if constexpr (kShifted) return tl::cast<tl::f32>(tl::load(x + base));
-    else return tl::scalar<tl::f32>(0.0);
-  }
+  auto masked = [&](int k, auto&& access) { return k + 1 < PIECES ? access() : access(last); };
+  // Piece k with the last piece's columns past the row set to 0 (they must add nothing below).
+  auto in_row = [&](int k, F32Tile t) { return k + 1 < PIECES ? t : tl::where(last, t, 0.0); };
   // w and b of piece k, widened.
-  std::pair<F32Tile, F32Tile> affine(int k) const {
+  auto affine = [&](int k) {
     auto at = k * PIECE + cols;
     auto load = [&](tl::Ptr<T> p) { return tl::cast<tl::f32>(masked(k, [&](auto... m) { return tl::load(p + at, m...); })); };
-    return {load(w), load(b)};
-  }
-  // w and b of every piece when they are loaded ahead of the reductions (kAffineFirst), else none.
-  Affine affine_first() const {
-    Affine wb;
-    if constexpr (kAffineFirst)
-      for (int k = 0; k < PIECES; ++k) wb.push_back(affine(k));
-    return wb;
-  }
-  // Normalizes the row `row` at `base` from its pieces as loaded (`raw`) and its shift: two passes over
-  // the registers (mean, then the variance of the centered values), then y, mean and rstd.
-  void normalize(tl::Scalar<tl::i32> row, tl::Scalar<tl::i32> base, tl::Scalar<tl::f32> shift,
-                 const std::vector<tl::Tile<T, PIECE>>& raw, const Affine& wb) const {
-    // Piece k with the last piece's columns past the row set to 0 (they must add nothing below).
-    auto in_row = [&](int k, F32Tile t) { return k + 1 < PIECES ? t : tl::where(last, t, 0.0); };
-    std::vector<F32Tile> xs;
-    for (int k = 0; k < PIECES; ++k) {
-      auto v = tl::cast<tl::f32>(raw[k]);
-      if constexpr (kShifted) xs.push_back(in_row(k, v - shift));
-      else xs.push_back(in_row(k, v));
-    }
-    auto count = tl::cast<tl::f32>(n);
-    auto total = xs[0];
-    for (int k = 1; k < PIECES; ++k) total = total + xs[k];
-    auto mean_shifted = tl::sum(total) / count;
-    std::vector<F32Tile> centered;
-    for (int k = 0; k < PIECES; ++k) centered.push_back(in_row(k, xs[k] - mean_shifted));
-    auto squares = centered[0] * centered[0];
-    for (int k = 1; k < PIECES; ++k) squares = squares + centered[k] * centered[k];
-    auto var = tl::sum(squares) / count;
-    auto rstd = 1.0 / tl::sqrt(var + eps);
-    for (int k = 0; k < PIECES; ++k) {
-      auto [wv, bv] = wb.empty() ? affine(k) : wb[k];
-      auto at = base + k * PIECE + cols;
-      auto out = tl::cast<T>(centered[k] * rstd * wv + bv);
-      masked(k, [&](auto... m) { tl::store(y + at, out, m..., kRowCache); });
-    }
-    if constexpr (kShifted) tl::store(mean_out + row, shift + mean_shifted);
-    else tl::store(mean_out + row, mean_shifted);
-    tl::store(rstd_out + row, rstd);
-  }
-};
-
-}  // namespace detail
-
-/// y = (x - mean) * rstd * w + b per row, one program per row with the row in registers as PIECES tiles
-/// of PIECE columns (see detail::LayerNormRow); writes mean and rstd per row (f32) for a backward pass.
-template <class T, int PIECE, int PIECES = 1>
-void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
-                       tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
-                       tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps) {
-  const detail::LayerNormRow<T, PIECE, PIECES> r{x, w, b, y, mean_out, rstd_out, stride, n, tail, eps};
+    return std::pair{load(w), load(b)};
+  };
   auto row = tl::program_id(0);
   auto base = row * stride;
-  auto shift = r.shift(base);
+  std::optional<tl::Scalar<tl::f32>> shift;  // x[0] where the row is shifted
+  if constexpr (shifted) shift = tl::cast<tl::f32>(tl::load(x + base));
   std::vector<tl::Tile<T, PIECE>> raw;
-  for (int k = 0; k < PIECES; ++k) raw.push_back(r.load_piece(base, k));
-  r.normalize(row, base, shift, raw, r.affine_first());
+  for (int k = 0; k < PIECES; ++k) {
+    auto ptrs = x + (base + k * PIECE) + cols;
+    raw.push_back(masked(k, [&](auto... m) { return tl::load(ptrs, m..., row_cache); }));
+  }
+  std::vector<std::pair<F32Tile, F32Tile>> wb;
+  if constexpr (affine_first)
+    for (int k = 0; k < PIECES; ++k) wb.push_back(affine(k));
+  // Two passes over the registers: the mean, then the variance of the centered values.
+  std::vector<F32Tile> xs;
+  for (int k = 0; k < PIECES; ++k) {
+    auto v = tl::cast<tl::f32>(raw[k]);
+    xs.push_back(in_row(k, shift ? v - *shift : v));
+  }
+  auto count = tl::cast<tl::f32>(n);
+  auto total = xs[0];
+  for (int k = 1; k < PIECES; ++k) total = total + xs[k];
+  auto mean_shifted = tl::sum(total) / count;
+  std::vector<F32Tile> centered;
+  for (int k = 0; k < PIECES; ++k) centered.push_back(in_row(k, xs[k] - mean_shifted));
+  auto squares = centered[0] * centered[0];
+  for (int k = 1; k < PIECES; ++k) squares = squares + centered[k] * centered[k];
+  auto var = tl::sum(squares) / count;
+  auto rstd = 1.0 / tl::sqrt(var + eps);
+  for (int k = 0; k < PIECES; ++k) {
+    auto [wv, bv] = affine_first ? wb[k] : affine(k);
+    auto at = base + k * PIECE + cols;
+    auto out = tl::cast<T>(centered[k] * rstd * wv + bv);
+    masked(k, [&](auto... m) { tl::store(y + at, out, m..., row_cache); });
+  }
+  tl::store(mean_out + row, shift ? *shift + mean_shifted : mean_shifted);
+  tl::store(rstd_out + row, rstd);
 }
 
 /// The one-pass variant, var = E[x^2] - E[x]^2 in f32: what the two-pass kernel is tested against (it

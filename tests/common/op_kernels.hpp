@@ -172,14 +172,14 @@ void hinted_copy_program(tl::Ptr<tl::f32> x, tl::Ptr<tl::bf16> h, tl::Ptr<tl::f3
   tl::store(sums + row, tl::sum(xv), tl::Cache::streaming);
 }
 
-/// float64 reference of hinted_copy_program (x rows x n, h rows x BLOCK): y and sums.
-inline void hinted_copy_reference(const std::vector<float>& x, const std::vector<double>& h, int rows, int n, int block,
+/// float64 reference of hinted_copy_program (x rows x n, h rows x block, n <= block): y and sums.
+inline void hinted_copy_reference(const std::vector<float>& x, const std::vector<bfloat16>& h, int rows, int n, int block,
                                   std::vector<double>& y, std::vector<double>& sums) {
   y.assign(x.size(), 0.0);
   sums.assign(rows, 0.0);
   for (int r = 0; r < rows; ++r)
     for (int i = 0; i < n; ++i) {
-      y[r * n + i] = 2.0 * x[r * n + i] + x[r * n] + (i < block ? h[r * block + i] : 0.0);
+      y[r * n + i] = 2.0 * x[r * n + i] + x[r * n] + static_cast<float>(h[r * block + i]);
       sums[r] += x[r * n + i];
     }
 }
