@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "backend/ir/float16.hpp"
+#include "backend/numerics/float16.hpp"
 #include "backend/ir/ir.hpp"
 
 namespace tilefuse::tl {

@@ -139,7 +139,7 @@ class Kernel {
     auto make = [](auto p, std::size_t i) {
       using P = typename decltype(p)::type;
       const ir::ValueType type = P::type();
-      return P(tl::detail::emit(ir::Op::param, &type, {}, static_cast<std::int64_t>(i)));
+      return P(tl::detail::emit(ir::Op::param, &type, {}, ir::attr::Param{static_cast<int>(i)}));
     };
     // A braced list evaluates left to right, so parameters are emitted in order before the body runs.
     std::tuple<typename decltype(+boost::hana::at_c<I>(Sig::params))::type...> params{

@@ -40,7 +40,7 @@ class Stage {
   /// Declares the stage in the program being traced.
   Stage() {
     ir::Function& fn = detail::traced();
-    index_ = static_cast<std::int64_t>(fn.stages.size());
+    index_ = static_cast<int>(fn.stages.size());
     fn.stages.push_back(ir::Stage{T::id, N});
   }
 
@@ -53,7 +53,7 @@ class Stage {
              const std::source_location& loc = std::source_location::current()) const {
     static_assert(P <= N, "tilefuse: a stage access cannot move more elements than the stage holds.");
     static_assert(std::is_same_v<M, i1>, "tilefuse: a stage store's mask must be a comparison result (an i1 tile).");
-    detail::emit(ir::Op::stage_store, nullptr, {detail::stage_offset(offset).id(), value.id(), mask.id()}, index_, 0.0,
+    detail::emit(ir::Op::stage_store, nullptr, {detail::stage_offset(offset).id(), value.id(), mask.id()}, ir::attr::StageRef{index_},
                  detail::site(loc));
   }
   /// Writes value[i] to element offset + i.
@@ -66,7 +66,7 @@ class Stage {
       static_assert(detail::tile_length<V>::value <= N,
                     "tilefuse: a stage access cannot move more elements than the stage holds.");
     }
-    detail::emit(ir::Op::stage_store, nullptr, {detail::stage_offset(offset).id(), value.id()}, index_, 0.0, detail::site(loc));
+    detail::emit(ir::Op::stage_store, nullptr, {detail::stage_offset(offset).id(), value.id()}, ir::attr::StageRef{index_}, detail::site(loc));
   }
 
   /// Copies the elements `ptrs` point to into elements offset + i, 0 where `mask` is false. The copy is
@@ -77,14 +77,14 @@ class Stage {
             const std::source_location& loc = std::source_location::current()) const {
     check_copy<Ptrs>();
     static_assert(std::is_same_v<M, i1>, "tilefuse: a stage copy's mask must be a comparison result (an i1 tile).");
-    detail::emit(ir::Op::stage_copy, nullptr, {detail::stage_offset(offset).id(), ptrs.id(), mask.id()}, index_, 0.0,
+    detail::emit(ir::Op::stage_copy, nullptr, {detail::stage_offset(offset).id(), ptrs.id(), mask.id()}, ir::attr::StageRef{index_},
                  detail::site(loc));
   }
   /// Copies every element `ptrs` point to into elements offset + i (see the masked copy).
   template <class O, class Ptrs>
   void copy(const O& offset, const Ptrs& ptrs, const std::source_location& loc = std::source_location::current()) const {
     check_copy<Ptrs>();
-    detail::emit(ir::Op::stage_copy, nullptr, {detail::stage_offset(offset).id(), ptrs.id()}, index_, 0.0, detail::site(loc));
+    detail::emit(ir::Op::stage_copy, nullptr, {detail::stage_offset(offset).id(), ptrs.id()}, ir::attr::StageRef{index_}, detail::site(loc));
   }
 
   /// Tile of P elements: element offset + i where `mask` is true, `other` elsewhere.
@@ -95,8 +95,8 @@ class Stage {
     static_assert(std::is_same_v<M, i1>, "tilefuse: a stage load's mask must be a comparison result (an i1 tile).");
     auto o = detail::broadcast<Shape<P>>(detail::as_tile<T>(other));
     const ir::ValueType type = Tile<T, P>::type();
-    return Tile<T, P>(detail::emit(ir::Op::stage_load, &type, {detail::stage_offset(offset).id(), mask.id(), o.id()}, index_,
-                                   0.0, detail::site(loc)));
+    return Tile<T, P>(detail::emit(ir::Op::stage_load, &type, {detail::stage_offset(offset).id(), mask.id(), o.id()}, ir::attr::StageRef{index_},
+                                   detail::site(loc)));
   }
   /// Tile of P elements: element offset + i.
   template <int P, class O>
@@ -104,7 +104,7 @@ class Stage {
     static_assert(P > 0 && (P & (P - 1)) == 0, "tilefuse: a stage loads tiles of a power-of-two size, like arange.");
     static_assert(P <= N, "tilefuse: a stage access cannot move more elements than the stage holds.");
     const ir::ValueType type = Tile<T, P>::type();
-    return Tile<T, P>(detail::emit(ir::Op::stage_load, &type, {detail::stage_offset(offset).id()}, index_, 0.0, detail::site(loc)));
+    return Tile<T, P>(detail::emit(ir::Op::stage_load, &type, {detail::stage_offset(offset).id()}, ir::attr::StageRef{index_}, detail::site(loc)));
   }
 
  private:
@@ -116,7 +116,7 @@ class Stage {
                   "tilefuse: a stage access cannot move more elements than the stage holds.");
   }
 
-  std::int64_t index_ = 0;
+  int index_ = 0;
 };
 
 }  // namespace tilefuse::tl

@@ -40,13 +40,12 @@ inline std::string site(const std::source_location& loc) {
 }
 
 /// Appends an instruction and returns its result id (or -1 for none).
-inline ir::ValueId emit(ir::Op op, const ir::ValueType* type, std::vector<ir::ValueId> args, std::int64_t index = 0,
-                        double number = 0.0, std::string where = {}) {
+inline ir::ValueId emit(ir::Op op, const ir::ValueType* type, std::vector<ir::ValueId> args, ir::Attribute attr = {},
+                        std::string where = {}) {
   ir::Instr in;
   in.op = op;
   in.args = std::move(args);
-  in.index = index;
-  in.number = number;
+  in.attr = attr;
   in.where = std::move(where);
   ir::Function& fn = traced();
   in.result = type ? fn.add_value(*type) : -1;
@@ -155,7 +154,7 @@ Scalar<T> constant(const L& lit) {
   if constexpr (std::is_same_v<X, Inf>) v = lit.value();
   else v = static_cast<double>(lit);
   const ir::ValueType type = Scalar<T>::type();
-  return Scalar<T>(emit(ir::Op::constant, &type, {}, 0, v));
+  return Scalar<T>(emit(ir::Op::constant, &type, {}, ir::attr::Constant{v}));
 }
 
 /// The value of tile `x` with dtype To (a cast instruction when it differs).
@@ -254,7 +253,7 @@ Scalar<T> reduce(const Tile<T, N...>& x, const std::source_location& loc) {
   static_assert(sizeof...(N) == 1, "tilefuse: max/min/sum reduce a 1D tile; this operand is already a scalar.");
   static_assert(!is_ptr_tag<T>::value && !std::is_same_v<T, i1>, "tilefuse: only numbers can be reduced.");
   const ir::ValueType type = Scalar<T>::type();
-  return Scalar<T>(emit(op, &type, {x.id()}, 0, 0.0, site(loc)));
+  return Scalar<T>(emit(op, &type, {x.id()}, {}, site(loc)));
 }
 
 template <class X> inline constexpr bool is_pointer_operand = false;
@@ -336,14 +335,14 @@ Tile<T, N...> operator-(const Tile<T, N...>& x) {
 inline Scalar<i32> program_id(int axis) {
   if (axis < 0 || axis > 2) throw std::invalid_argument("tilefuse: program_id axis must be 0, 1 or 2, got " + std::to_string(axis));
   const ir::ValueType type = Scalar<i32>::type();
-  return Scalar<i32>(detail::emit(ir::Op::program_id, &type, {}, axis));
+  return Scalar<i32>(detail::emit(ir::Op::program_id, &type, {}, ir::attr::Axis{axis}));
 }
 
 /// Number of programs launched along `axis` (0, 1 or 2).
 inline Scalar<i32> num_programs(int axis) {
   if (axis < 0 || axis > 2) throw std::invalid_argument("tilefuse: num_programs axis must be 0, 1 or 2, got " + std::to_string(axis));
   const ir::ValueType type = Scalar<i32>::type();
-  return Scalar<i32>(detail::emit(ir::Op::num_programs, &type, {}, axis));
+  return Scalar<i32>(detail::emit(ir::Op::num_programs, &type, {}, ir::attr::Axis{axis}));
 }
 
 /// The i32 tile 0, 1, ..., N-1. N must be a power of two; mask the tail of a ragged row.
@@ -353,7 +352,7 @@ Tile<i32, N> arange() {
                 "tilefuse: arange<N> needs N to be a power of two; round up and mask the tail (cols < n).");
   static_assert(N <= (1 << 20), "tilefuse: arange<N> is limited to 2^20 elements.");
   const ir::ValueType type = Tile<i32, N>::type();
-  return Tile<i32, N>(detail::emit(ir::Op::arange, &type, {}, N));
+  return Tile<i32, N>(detail::emit(ir::Op::arange, &type, {}));
 }
 
 /// The scalar constant `value` of dtype T (an initial value for a loop-carried scalar, say).
@@ -468,12 +467,12 @@ Scalar<T> sum(const Tile<T, N...>& x, const std::source_location& loc = std::sou
 /// each cluster reduction, so they cannot be inside loops.
 inline Scalar<f32> cluster_max(const Scalar<f32>& x, const std::source_location& loc = std::source_location::current()) {
   const ir::ValueType type = Scalar<f32>::type();
-  return Scalar<f32>(detail::emit(ir::Op::cluster_max, &type, {x.id()}, 0, 0.0, detail::site(loc)));
+  return Scalar<f32>(detail::emit(ir::Op::cluster_max, &type, {x.id()}, {}, detail::site(loc)));
 }
 /// Sum of `x` over the programs of this program's cluster (see cluster_max).
 inline Scalar<f32> cluster_sum(const Scalar<f32>& x, const std::source_location& loc = std::source_location::current()) {
   const ir::ValueType type = Scalar<f32>::type();
-  return Scalar<f32>(detail::emit(ir::Op::cluster_sum, &type, {x.id()}, 0, 0.0, detail::site(loc)));
+  return Scalar<f32>(detail::emit(ir::Op::cluster_sum, &type, {x.id()}, {}, detail::site(loc)));
 }
 
 // ---- memory ----
@@ -496,7 +495,7 @@ Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, const Tile<M, K...>& mask, co
   auto m = detail::broadcast<Shape<N...>>(mask);
   auto o = detail::broadcast<Shape<N...>>(detail::as_tile<T>(other));
   const ir::ValueType type = Tile<T, N...>::type();
-  return Tile<T, N...>(detail::emit(ir::Op::load, &type, {ptrs.id(), m.id(), o.id()}, static_cast<std::int64_t>(cache), 0.0,
+  return Tile<T, N...>(detail::emit(ir::Op::load, &type, {ptrs.id(), m.id(), o.id()}, ir::attr::Memory{cache},
                                     detail::site(loc)));
 }
 
@@ -513,7 +512,7 @@ template <class T, int... N>
 Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, Cache cache = Cache::normal,
                    const std::source_location& loc = std::source_location::current()) {
   const ir::ValueType type = Tile<T, N...>::type();
-  return Tile<T, N...>(detail::emit(ir::Op::load, &type, {ptrs.id()}, static_cast<std::int64_t>(cache), 0.0, detail::site(loc)));
+  return Tile<T, N...>(detail::emit(ir::Op::load, &type, {ptrs.id()}, ir::attr::Memory{cache}, detail::site(loc)));
 }
 
 namespace detail {
@@ -539,7 +538,7 @@ void store(const Tile<ptr<T>, N...>& ptrs, const V& value, const Tile<M, K...>& 
                 "tilefuse: store's mask must have the pointers' shape (or be a scalar).");
   auto v = detail::store_value<T, N...>(value);
   auto m = detail::broadcast<Shape<N...>>(mask);
-  detail::emit(ir::Op::store, nullptr, {ptrs.id(), v.id(), m.id()}, static_cast<std::int64_t>(cache), 0.0, detail::site(loc));
+  detail::emit(ir::Op::store, nullptr, {ptrs.id(), v.id(), m.id()}, ir::attr::Memory{cache}, detail::site(loc));
 }
 
 /// Stores `value` everywhere `ptrs` point (no mask).
@@ -547,7 +546,7 @@ template <class T, int... N, Operand V>
 void store(const Tile<ptr<T>, N...>& ptrs, const V& value, Cache cache = Cache::normal,
            const std::source_location& loc = std::source_location::current()) {
   auto v = detail::store_value<T, N...>(value);
-  detail::emit(ir::Op::store, nullptr, {ptrs.id(), v.id()}, static_cast<std::int64_t>(cache), 0.0, detail::site(loc));
+  detail::emit(ir::Op::store, nullptr, {ptrs.id(), v.id()}, ir::attr::Memory{cache}, detail::site(loc));
 }
 
 }  // namespace tilefuse::tl

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "backend/driver/buffer.hpp"
-#include "backend/ir/float16.hpp"
+#include "backend/numerics/float16.hpp"
 #include "dsl/dtype.hpp"
 #include "dsl/kernel.hpp"
 #include "dsl/loop.hpp"

@@ -4,7 +4,7 @@
 // so a launch is reproducible and the GPU and the interpreter drop the same elements.
 #pragma once
 
-#include "backend/ir/philox.hpp"
+#include "backend/numerics/philox.hpp"
 #include "kernels/common.hpp"
 #include "kernels/reference.hpp"
 #include "kernels/softmax.hpp"

@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "backend/ir/float16.hpp"
+#include "backend/numerics/float16.hpp"
 
 namespace tilefuse::reference {
 

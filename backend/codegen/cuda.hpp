@@ -1,18 +1,20 @@
 // IR -> CUDA C++ source for a launch of one thread block per program. Produces a string only: no CUDA
-// headers are needed to generate it, and the output is deterministic (golden tests compare it).
+// headers are needed to generate it, and the output is deterministic (golden tests compare it). What the
+// program means for this specialization (layouts, vector widths, folded masks) comes from
+// passes::analyze; the generator spells it out.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "backend/ir/ir.hpp"
+#include "backend/passes/analysis/analysis.hpp"
 
 namespace tilefuse::codegen {
 
-/// What code generation is told beyond the IR.
+/// What code generation is told beyond the IR and its analysis.
 struct Options {
-  int num_warps = 4;              ///< threads per program = 32 * num_warps
-  std::vector<int> divisibility;  ///< per parameter: integer divisibility or pointer byte alignment (1..16)
+  int num_warps = 4;  ///< threads per program = 32 * num_warps
   /// Programs packed into one thread block along axis 0 (one warp each; needs num_warps == 1). Above 1,
   /// the kernel takes one extra trailing int parameter: the number of programs along axis 0.
   int programs_per_block = 1;
@@ -27,7 +29,8 @@ struct Options {
 std::string kernel_symbol(const ir::Function& fn);
 
 /// CUDA C++ source of `fn`: a __global__ function named kernel_symbol(fn), one comment per IR statement.
-/// Throws std::invalid_argument for IR the generator cannot lower (2D tiles, bad num_warps).
-std::string cuda_source(const ir::Function& fn, const Options& options);
+/// `analysis` is passes::analyze(fn, 32 * options.num_warps, divisibility). Throws std::invalid_argument
+/// for IR the generator cannot lower (2D tiles, bad num_warps).
+std::string cuda_source(const ir::Function& fn, const passes::Analysis& analysis, const Options& options);
 
 }  // namespace tilefuse::codegen

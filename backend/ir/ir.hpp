@@ -1,10 +1,14 @@
 // The tilefuse IR: a traced tile program as a flat list of SSA instructions over plain objects.
-// The front end (dsl/) builds it; passes, codegen and the interpreter read it. No CUDA here.
+// The front end (dsl/) builds it; passes, codegen and the interpreter read it. No CUDA here. What each op
+// takes and gives is data in the op table (backend/ir/ops.hpp); an instruction's attribute is a named,
+// typed field (attr::Param, attr::Axis, ...), never an integer whose meaning depends on the op.
 #pragma once
 
 #include <array>
+#include <compare>
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace tilefuse::ir {
@@ -38,13 +42,13 @@ struct ValueType {
   friend bool operator==(const ValueType&, const ValueType&) = default;
 };
 
-/// Operations of the IR. Each one documents its operands.
+/// Operations of the IR. The op table (ops.hpp) gives each one's operands, result, attribute and family.
 enum class Op : std::uint8_t {
-  param,         ///< kernel parameter number `index`
-  program_id,    ///< id of this program along axis `index` (i32 scalar)
-  num_programs,  ///< number of programs along axis `index` (i32 scalar)
-  arange,        ///< 0, 1, ..., N-1 as an i32 tile
-  constant,      ///< scalar literal `number` of the result dtype
+  param,         ///< kernel parameter attr::Param
+  program_id,    ///< id of this program along attr::Axis (i32 scalar)
+  num_programs,  ///< number of programs along attr::Axis (i32 scalar)
+  arange,        ///< 0, 1, ..., N-1 as an i32 tile (N from the result type)
+  constant,      ///< scalar literal attr::Constant of the result dtype
   splat,         ///< (scalar) broadcast to the result shape
   add, sub, mul, div, rem,
   minimum, maximum,
@@ -54,40 +58,61 @@ enum class Op : std::uint8_t {
   select,        ///< (cond, a, b): a where cond else b
   cast,          ///< (x) converted to the result dtype
   ptr_add,       ///< (ptr, offset): ptr advanced by offset elements
-  load,          ///< (ptr [, mask [, other]]): other where the mask is false; `index`: its CacheHint
-  store,         ///< (ptr, value [, mask]); no result; `index`: its CacheHint
+  load,          ///< (ptr [, mask [, other]]): other where the mask is false; attr::Memory
+  store,         ///< (ptr, value [, mask]); no result; attr::Memory
   reduce_max, reduce_min, reduce_sum,  ///< (tile) reduced to a scalar
   loop,          ///< (lo, hi, step, init...): runs `body` for iv = lo, lo + step, ... < hi, carrying values
   rand,          ///< (seed, offsets): f32 uniform in [0, 1) from Philox4x32-10 keyed by seed, counter offsets
   cluster_max, cluster_sum,  ///< (f32 scalar) combined over the programs of a thread-block cluster
-  stage_store,   ///< stage `index`: (offset, value [, mask]) writes value[i] to element offset + i; no result
-  stage_load,    ///< stage `index`: (offset [, mask [, other]]) reads element offset + i (other where masked)
-  stage_copy,    ///< stage `index`: (offset, ptrs [, mask]) copies *ptrs[i] (0 where masked) to element offset + i,
-                 ///< asynchronously (it completes before the stage is next accessed); no result
+  stage_store,   ///< attr::StageRef: (offset, value [, mask]) writes value[i] to element offset + i; no result
+  stage_load,    ///< attr::StageRef: (offset [, mask [, other]]) reads element offset + i (other where masked)
+  stage_copy,    ///< attr::StageRef: (offset, ptrs [, mask]) copies *ptrs[i] (0 where masked) to element
+                 ///< offset + i, asynchronously (it completes before the stage is next accessed); no result
 };
 
-/// How a load or store asks the caches to treat its lines (the `index` of the instruction; Triton's
-/// cache_modifier): `normal` as the hardware does; `streaming` (PTX .cs) evicts them first, for data
-/// touched once, so that what is reused stays cached; `l2_only` (PTX .cg) caches them in L2, not L1.
+/// How a load or store asks the caches to treat its lines (Triton's cache_modifier): `normal` as the
+/// hardware does; `streaming` (PTX .cs) evicts them first, for data touched once, so that what is reused
+/// stays cached; `l2_only` (PTX .cg) caches them in L2, not L1.
 enum class CacheHint : std::uint8_t { normal, streaming, l2_only };
 /// Name of a cache hint as the printer spells it ("normal", "streaming", "l2_only").
 const char* cache_hint_name(CacheHint hint);
 
-/// Name of an op as the printer spells it.
-const char* op_name(Op op);
-/// True for ops with no side effects whose result depends only on their operands (CSE may merge them).
-bool is_pure(Op op);
-/// True for the reductions.
-bool is_reduction(Op op);
-/// True for the reductions across a cluster's programs (every program of the cluster must reach them).
-bool is_cluster_reduction(Op op);
-/// True for stage_store, stage_load and stage_copy.
-bool is_stage_access(Op op);
+/// The attributes an instruction can carry, one type per kind (the op table says which an op takes).
+namespace attr {
+/// Kernel parameter number `index` (param).
+struct Param {
+  int index = 0;
+  friend auto operator<=>(const Param&, const Param&) = default;
+};
+/// Grid axis 0, 1 or 2 (program_id, num_programs).
+struct Axis {
+  int axis = 0;
+  friend auto operator<=>(const Axis&, const Axis&) = default;
+};
+/// The literal of a constant, in the result's dtype.
+struct Constant {
+  double value = 0.0;
+  friend auto operator<=>(const Constant&, const Constant&) = default;
+};
+/// How a global load or store treats the caches.
+struct Memory {
+  CacheHint cache = CacheHint::normal;
+  friend auto operator<=>(const Memory&, const Memory&) = default;
+};
+/// The shared-memory stage (Function::stages index) a stage access works on.
+struct StageRef {
+  int stage = 0;
+  friend auto operator<=>(const StageRef&, const StageRef&) = default;
+};
+}  // namespace attr
+
+/// An instruction's attribute; the alternatives are in AttrKind order (ops.hpp), monostate for none.
+using Attribute = std::variant<std::monostate, attr::Param, attr::Axis, attr::Constant, attr::Memory, attr::StageRef>;
 
 /// Index of an SSA value in Function::values; -1 means none.
 using ValueId = int;
 
-/// One instruction: an op, its operands, its result (none for store and loop) and its attributes.
+/// One instruction: an op, its operands, its result (none for store and loop) and its attribute.
 /// A loop also has a region: `block_args` (the induction variable, then one value per carried value)
 /// are defined on entry to `body`, `yields` are the carried values for the next iteration, and
 /// `results` are the carried values after the last iteration.
@@ -95,13 +120,18 @@ struct Instr {
   Op op = Op::constant;
   ValueId result = -1;
   std::vector<ValueId> args;
-  std::int64_t index = 0;  ///< param number, axis, arange length, or stage number
-  double number = 0.0;     ///< constant value
-  std::string where;       ///< "file:line" of the DSL call that made it, when known
+  Attribute attr;                   ///< the op's attribute (OpInfo::attr says which kind)
+  std::string where;                ///< "file:line" of the DSL call that made it, when known
   std::vector<ValueId> block_args;  ///< loop: induction variable, then carried values
   std::vector<Instr> body;          ///< loop: the body
   std::vector<ValueId> yields;      ///< loop: next carried values
   std::vector<ValueId> results;     ///< loop: final carried values
+
+  /// The attribute as kind A (the verifier has checked it is the op's kind).
+  template <class A>
+  const A& as() const {
+    return std::get<A>(attr);
+  }
 };
 
 /// Calls f(instr) for every instruction of `block`, loop bodies included, in program order.
@@ -151,10 +181,8 @@ std::string print(const Function& fn);
 /// Text form of one instruction, as in print().
 std::string print(const Function& fn, const Instr& instr);
 
-/// Checks SSA form and typing rules; throws std::logic_error naming the function and instruction.
+/// Checks SSA form and every op's rules from the op table; throws std::logic_error naming the function
+/// and instruction.
 void verify(const Function& fn);
-
-/// The same function with values numbered 0, 1, ... in order of definition (passes leave gaps).
-Function renumber(const Function& fn);
 
 }  // namespace tilefuse::ir

@@ -1,3 +1,5 @@
+// The optimization pipeline: verify, then each rewriting pass in order with an optional dump after each,
+// then dense numbering and a final verify.
 #include "backend/passes/passes.hpp"
 
 namespace tilefuse::passes {
@@ -12,7 +14,7 @@ ir::Function optimize(const ir::Function& fn, const DumpHook& dump) {
     f = pass(f);
     if (dump) dump(name, f);
   }
-  f = ir::renumber(f);  // the passes keep value ids stable; number them densely for the printer and codegen
+  f = renumber(f);  // the passes keep value ids stable; number them densely for the printer and codegen
   ir::verify(f);
   return f;
 }

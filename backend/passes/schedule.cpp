@@ -1,7 +1,11 @@
+// Load hoisting: every load moves as early as its operands allow within its block (never above a store,
+// never out of a loop body), so that loads issue before the barriers of reductions and their latency
+// overlaps the rest of the program.
 #include <algorithm>
-#include <functional>
 
+#include "backend/ir/ops.hpp"
 #include "backend/passes/passes.hpp"
+#include "backend/passes/rewriter.hpp"
 
 namespace tilefuse::passes {
 
@@ -9,47 +13,42 @@ namespace {
 
 bool writes_memory(const ir::Instr& in) {
   if (in.op == ir::Op::store) return true;
-  if (in.op != ir::Op::loop) return false;
-  return std::any_of(in.body.begin(), in.body.end(), writes_memory);
+  return ir::op_info(in.op).region && std::any_of(in.body.begin(), in.body.end(), writes_memory);
 }
 
-// Reorders one block; loads never leave their block (that would be loop-invariant code motion).
-std::vector<ir::Instr> schedule(const std::vector<ir::Instr>& block, std::size_t values) {
-  std::vector<ir::Instr> order;
-  order.reserve(block.size());
-  std::vector<int> defined_at(values, -1);  // -1: defined before this block
-  int last_store = -1;
-  auto renumber_from = [&](std::size_t first) {
-    for (std::size_t i = first; i < order.size(); ++i) {
-      if (order[i].result >= 0) defined_at[order[i].result] = static_cast<int>(i);
-      for (ir::ValueId r : order[i].results) defined_at[r] = static_cast<int>(i);
+class HoistLoads : public Rewriter {
+  // Rebuilds the block in order, inserting each load right after the last of its operands' definitions
+  // and the last store before it.
+  void finish_block(std::vector<ir::Instr>& block) override {
+    std::vector<ir::Instr> order;
+    order.reserve(block.size());
+    std::vector<int> defined_at(output().values.size(), -1);  // -1: defined before this block
+    int last_store = -1;
+    auto positions_from = [&](std::size_t first) {
+      for (std::size_t i = first; i < order.size(); ++i) {
+        if (order[i].result >= 0) defined_at[order[i].result] = static_cast<int>(i);
+        for (ir::ValueId r : order[i].results) defined_at[r] = static_cast<int>(i);
+      }
+    };
+    for (ir::Instr& in : block) {
+      if (in.op == ir::Op::load) {
+        int earliest = last_store;
+        for (ir::ValueId a : in.args) earliest = std::max(earliest, defined_at[a]);
+        order.insert(order.begin() + (earliest + 1), std::move(in));
+        positions_from(static_cast<std::size_t>(earliest + 1));
+        continue;
+      }
+      const bool store = writes_memory(in);
+      order.push_back(std::move(in));
+      positions_from(order.size() - 1);
+      if (store) last_store = static_cast<int>(order.size() - 1);
     }
-  };
-  for (const ir::Instr& original : block) {
-    ir::Instr in = original;
-    if (in.op == ir::Op::loop) in.body = schedule(in.body, values);
-    if (in.op == ir::Op::load) {
-      // As early as its operands allow, but never above a store (it might read what the store wrote).
-      int earliest = last_store;
-      for (ir::ValueId a : in.args) earliest = std::max(earliest, defined_at[a]);
-      order.insert(order.begin() + (earliest + 1), std::move(in));
-      renumber_from(static_cast<std::size_t>(earliest + 1));
-      continue;
-    }
-    const bool store = writes_memory(in);
-    order.push_back(std::move(in));
-    renumber_from(order.size() - 1);
-    if (store) last_store = static_cast<int>(order.size() - 1);
+    block = std::move(order);
   }
-  return order;
-}
+};
 
 }  // namespace
 
-ir::Function hoist_loads(const ir::Function& fn) {
-  ir::Function out = fn;
-  out.body = schedule(fn.body, fn.values.size());
-  return out;
-}
+ir::Function hoist_loads(const ir::Function& fn) { return HoistLoads().run(fn); }
 
 }  // namespace tilefuse::passes

@@ -1,109 +1,94 @@
+// Simplification: folds casts of constants, removes identities (x + 0, x * 1, ...), and turns a float
+// division by a value uniform across the tile into one reciprocal per program and a multiply per element.
 #include <cmath>
-#include <functional>
 
+#include "backend/ir/ops.hpp"
 #include "backend/passes/passes.hpp"
+#include "backend/passes/rewriter.hpp"
 
 namespace tilefuse::passes {
 
 namespace {
 
-// What simplify needs to know about a value's definition.
-struct Def {
-  ir::Op op = ir::Op::param;  // param: not known
-  ir::ValueId arg0 = -1;
-  double number = 0;
+class Simplify : public Rewriter {
+  // What simplify needs to know about a value's definition (in output ids).
+  struct Def {
+    ir::Op op = ir::Op::param;  // param: not known
+    ir::ValueId arg0 = -1;
+    double number = 0;
+  };
+
+  void visit(ir::Instr in) override {
+    const ir::ValueType* type = in.result >= 0 ? &input().values[in.result] : nullptr;
+    if (const ir::ValueId same = identity_operand(in, type); same >= 0 && output().values[same] == *type)
+      return replace(in.result, same);
+    // A cast of a constant is a constant of the new dtype (integers truncate as the cast would).
+    if (in.op == ir::Op::cast && def(in.args[0]).op == ir::Op::constant) {
+      double v = def(in.args[0]).number;
+      if (ir::is_int(type->dtype) && std::isfinite(v)) v = std::trunc(v);
+      const double limit = type->dtype == ir::DType::i32 ? 2147483647.0 : 9.2e18;
+      if (!ir::is_int(type->dtype) || (std::isfinite(v) && std::fabs(v) <= limit)) {
+        in.op = ir::Op::constant;
+        in.args.clear();
+        in.attr = ir::attr::Constant{v};
+      }
+    }
+    // Float division by a value uniform across the tile: one exact reciprocal per program, then a multiply
+    // per element (within 1.5 ulp of the quotient; a division per element costs several instructions).
+    if (in.op == ir::Op::div && type && type->rank > 0 && ir::is_float(type->dtype) && def(in.args[1]).op == ir::Op::splat) {
+      const ir::ValueType st = type->scalar();
+      const ir::ValueId one = add(new_instr(ir::Op::constant, {}, ir::attr::Constant{1.0}), st);
+      const ir::ValueId recip = add(new_instr(ir::Op::div, {one, def(in.args[1]).arg0}), st);
+      in.op = ir::Op::mul;
+      in.args[1] = add(new_instr(ir::Op::splat, {recip}), *type);
+    }
+    if (in.result >= 0) record(in.result, in);
+    keep(std::move(in));
+  }
+
+  // The operand that x + 0, 0 + x, x - 0, x * 1, 1 * x or x / 1 leaves unchanged, or -1.
+  ir::ValueId identity_operand(const ir::Instr& in, const ir::ValueType* type) const {
+    if (!type || in.args.size() != 2 || type->pointer || !(ir::is_int(type->dtype) || ir::is_float(type->dtype))) return -1;
+    const auto a = in.args[0], b = in.args[1];
+    if ((in.op == ir::Op::add || in.op == ir::Op::sub) && is_constant(b, 0.0)) return a;
+    if (in.op == ir::Op::add && is_constant(a, 0.0)) return b;
+    if ((in.op == ir::Op::mul || in.op == ir::Op::div) && is_constant(b, 1.0)) return a;
+    if (in.op == ir::Op::mul && is_constant(a, 1.0)) return b;
+    return -1;
+  }
+  // Whether `v` holds the constant x, looking through splats.
+  bool is_constant(ir::ValueId v, double x) const {
+    const Def* d = &def(v);
+    if (d->op == ir::Op::splat) d = &def(d->arg0);
+    return d->op == ir::Op::constant && d->number == x;
+  }
+  static ir::Instr new_instr(ir::Op op, std::vector<ir::ValueId> args, ir::Attribute attr = {}) {
+    ir::Instr in;
+    in.op = op;
+    in.args = std::move(args);
+    in.attr = attr;
+    return in;
+  }
+  ir::ValueId add(ir::Instr in, const ir::ValueType& type) {
+    const ir::Instr copy = in;
+    const ir::ValueId id = emit(std::move(in), type);
+    record(id, copy);
+    return id;
+  }
+  void record(ir::ValueId id, const ir::Instr& in) {
+    if (defs_.size() <= static_cast<std::size_t>(id)) defs_.resize(id + 1);
+    defs_[id] = Def{in.op, in.args.empty() ? -1 : in.args[0], in.op == ir::Op::constant ? in.as<ir::attr::Constant>().value : 0.0};
+  }
+  const Def& def(ir::ValueId v) const {
+    static const Def unknown;
+    return static_cast<std::size_t>(v) < defs_.size() ? defs_[v] : unknown;
+  }
+
+  std::vector<Def> defs_;
 };
 
 }  // namespace
 
-ir::Function simplify(const ir::Function& fn) {
-  ir::Function out = fn;
-  std::vector<ir::ValueId> replace(fn.values.size());
-  for (std::size_t i = 0; i < replace.size(); ++i) replace[i] = static_cast<ir::ValueId>(i);
-  std::vector<Def> def(fn.values.size());
-  auto define = [&](ir::ValueId id, const ir::Instr& in) {
-    def.resize(out.values.size());
-    def[id] = Def{in.op, in.args.empty() ? -1 : in.args[0], in.number};
-  };
-  // The constant a value holds, looking through splats.
-  auto constant_of = [&](ir::ValueId v) -> const Def* {
-    const Def* d = &def[v];
-    if (d->op == ir::Op::splat) d = &def[d->arg0];
-    return d->op == ir::Op::constant ? d : nullptr;
-  };
-  auto is_constant = [&](ir::ValueId v, double x) {
-    const Def* c = constant_of(v);
-    return c && c->number == x;
-  };
-
-  std::function<std::vector<ir::Instr>(const std::vector<ir::Instr>&)> block = [&](const std::vector<ir::Instr>& in_block) {
-    std::vector<ir::Instr> result;
-    auto emit = [&](ir::Instr i, const ir::ValueType& t) {
-      i.result = out.add_value(t);
-      define(i.result, i);
-      result.push_back(i);
-      return i.result;
-    };
-    for (const ir::Instr& in : in_block) {
-      ir::Instr copy = in;
-      for (auto& a : copy.args) a = replace[a];
-      if (in.op == ir::Op::loop) {
-        copy.body = block(in.body);
-        for (auto& y : copy.yields) y = replace[y];
-        result.push_back(std::move(copy));
-        continue;
-      }
-      const ir::ValueType* type = in.result >= 0 ? &fn.values[in.result] : nullptr;
-      // Identities that leave an operand unchanged: x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1.
-      ir::ValueId same = -1;
-      if (type && copy.args.size() == 2 && !type->pointer && (ir::is_int(type->dtype) || ir::is_float(type->dtype))) {
-        const auto a = copy.args[0], b = copy.args[1];
-        if ((copy.op == ir::Op::add || copy.op == ir::Op::sub) && is_constant(b, 0.0)) same = a;
-        else if (copy.op == ir::Op::add && is_constant(a, 0.0)) same = b;
-        else if ((copy.op == ir::Op::mul || copy.op == ir::Op::div) && is_constant(b, 1.0)) same = a;
-        else if (copy.op == ir::Op::mul && is_constant(a, 1.0)) same = b;
-      }
-      if (same >= 0 && out.values[same] == *type) {
-        replace[in.result] = same;
-        continue;
-      }
-      // A cast of a constant is a constant of the new dtype (integers truncate as the cast would).
-      if (copy.op == ir::Op::cast && def[copy.args[0]].op == ir::Op::constant) {
-        double v = def[copy.args[0]].number;
-        if (ir::is_int(type->dtype) && std::isfinite(v)) v = std::trunc(v);
-        const double limit = type->dtype == ir::DType::i32 ? 2147483647.0 : 9.2e18;
-        if (!ir::is_int(type->dtype) || (std::isfinite(v) && std::fabs(v) <= limit)) {
-          copy.op = ir::Op::constant;
-          copy.args.clear();
-          copy.number = v;
-        }
-      }
-      // Float division by a value uniform across the tile: one exact reciprocal per program, then a
-      // multiply per element (within 1.5 ulp of the quotient; a division per element costs several
-      // instructions).
-      if (copy.op == ir::Op::div && type && type->rank > 0 && ir::is_float(type->dtype) &&
-          def[copy.args[1]].op == ir::Op::splat) {
-        const ir::ValueId s = def[copy.args[1]].arg0;
-        const ir::ValueType st = type->scalar();
-        ir::Instr one;
-        one.op = ir::Op::constant;
-        one.number = 1.0;
-        ir::Instr recip;
-        recip.op = ir::Op::div;
-        recip.args = {emit(one, st), s};
-        ir::Instr splat;
-        splat.op = ir::Op::splat;
-        splat.args = {emit(recip, st)};
-        copy.op = ir::Op::mul;
-        copy.args[1] = emit(splat, *type);
-      }
-      if (copy.result >= 0) define(copy.result, copy);
-      result.push_back(std::move(copy));
-    }
-    return result;
-  };
-  out.body = block(fn.body);
-  return out;
-}
+ir::Function simplify(const ir::Function& fn) { return Simplify().run(fn); }
 
 }  // namespace tilefuse::passes

@@ -10,6 +10,7 @@
 #include "backend/driver/driver.hpp"
 #include "backend/interp/interp.hpp"
 #include "backend/nvrtc/nvrtc.hpp"
+#include "backend/passes/analysis/analysis.hpp"
 #include "backend/passes/passes.hpp"
 
 namespace tilefuse {
@@ -102,8 +103,9 @@ Specialization Program::default_specialization() const {
 }
 
 std::string Program::cuda_source(const Specialization& spec) const {
-  return codegen::cuda_source(fn_, codegen::Options{options_.num_warps, spec.divisibility, spec.programs_per_block, options_.min_programs_per_sm,
-                                                    options_.cluster_size});
+  const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility);
+  return codegen::cuda_source(
+      fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, options_.min_programs_per_sm, options_.cluster_size});
 }
 
 CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "backend/codegen/cuda.hpp"
+#include "backend/passes/analysis/analysis.hpp"
 #include "kernels/softmax.hpp"
 #include "tests/common/text.hpp"
 
@@ -92,7 +93,8 @@ TEST(Codegen, SmallTilesMaskIdleThreads) {
 
 TEST(Codegen, RejectsBadWarpCounts) {
   auto& p = kernels::softmax_kernel<tl::f32, 64>().program();
-  EXPECT_THROW(codegen::cuda_source(p.ir(), codegen::Options{3, {16, 16, 16, 16}}), std::invalid_argument);
+  const auto analysis = passes::analyze(p.ir(), 96, {16, 16, 16, 16});
+  EXPECT_THROW(codegen::cuda_source(p.ir(), analysis, codegen::Options{3}), std::invalid_argument);
 }
 
 namespace {

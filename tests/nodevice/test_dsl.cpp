@@ -3,6 +3,7 @@
 
 #include <type_traits>
 
+#include "backend/ir/ops.hpp"
 #include "dsl/tl.hpp"
 #include "kernels/softmax.hpp"
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "backend/ir/philox.hpp"
+#include "backend/numerics/philox.hpp"
 #include "kernels/epilogue.hpp"
 
 using namespace tilefuse;

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "backend/ir/float16.hpp"
+#include "backend/numerics/float16.hpp"
 
 using namespace tilefuse;
 

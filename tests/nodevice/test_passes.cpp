@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 #include <utility>
 
 #include "backend/ir/ir.hpp"
+#include "backend/ir/ops.hpp"
+#include "backend/passes/analysis/analysis.hpp"
 #include "backend/passes/passes.hpp"
 #include "dsl/tl.hpp"
 
@@ -20,23 +23,25 @@ ir::ValueType tile(DType d, int n, bool ptr = false) { return ir::ValueType{d, p
 
 struct Builder {
   ir::Function fn;
-  ir::ValueId add(Op op, ir::ValueType t, std::vector<ir::ValueId> args = {}, std::int64_t index = 0, double number = 0) {
+  // An instruction with its op's default attribute unless `attr` is given.
+  ir::ValueId add(Op op, ir::ValueType t, std::vector<ir::ValueId> args = {}, std::optional<ir::Attribute> attr = {}) {
     ir::Instr in;
     in.op = op;
     in.args = std::move(args);
-    in.index = index;
-    in.number = number;
+    in.attr = attr ? *attr : ir::default_attribute(op);
     return fn.append(in, &t);
   }
+  ir::ValueId constant(ir::ValueType t, double value) { return add(Op::constant, t, {}, ir::attr::Constant{value}); }
   void store(std::vector<ir::ValueId> args) {
     ir::Instr in;
     in.op = Op::store;
     in.args = std::move(args);
+    in.attr = ir::attr::Memory{};
     fn.append(in, nullptr);
   }
   ir::ValueId param(ir::ValueType t, const char* name) {
     fn.params.push_back({name, t});
-    return add(Op::param, t, {}, static_cast<std::int64_t>(fn.params.size() - 1));
+    return add(Op::param, t, {}, ir::attr::Param{static_cast<int>(fn.params.size() - 1)});
   }
 };
 
@@ -91,11 +96,11 @@ TEST(Passes, DceDropsUnusedPureValuesOnly) {
 TEST(Passes, SimplifyRemovesIdentitiesAndFoldsCasts) {
   Builder b;
   auto x = b.param(scalar(DType::i32), "x");
-  auto zero = b.add(Op::constant, scalar(DType::i32), {}, 0, 0);
-  auto one = b.add(Op::constant, scalar(DType::i32), {}, 0, 1);
+  auto zero = b.constant(scalar(DType::i32), 0);
+  auto one = b.constant(scalar(DType::i32), 1);
   auto a = b.add(Op::add, scalar(DType::i32), {x, zero});
   auto m = b.add(Op::mul, scalar(DType::i32), {one, a});
-  auto half = b.add(Op::constant, scalar(DType::f32), {}, 0, 2.75);
+  auto half = b.constant(scalar(DType::f32), 2.75);
   auto c = b.add(Op::cast, scalar(DType::i32), {half});
   auto s = b.add(Op::add, scalar(DType::i32), {m, c});
   auto out = b.param(ir::ValueType{DType::i32, true, 0, {1, 1}}, "out");
@@ -106,7 +111,7 @@ TEST(Passes, SimplifyRemovesIdentitiesAndFoldsCasts) {
   EXPECT_EQ(count(f, Op::add), 1);
   bool folded = false;
   for (const auto& in : f.body)
-    if (in.op == Op::constant && f.values[in.result].dtype == DType::i32 && in.number == 2) folded = true;
+    if (in.op == Op::constant && f.values[in.result].dtype == DType::i32 && in.as<ir::attr::Constant>().value == 2) folded = true;
   EXPECT_TRUE(folded) << ir::print(f);
 }
 

@@ -1,6 +1,9 @@
+// Layout choice: how each 1D tile size spreads over a program's threads, in runs as long as its widest
+// 16-byte access allows.
 #include <algorithm>
 
-#include "backend/passes/passes.hpp"
+#include "backend/ir/ops.hpp"
+#include "backend/passes/analysis/analysis.hpp"
 
 namespace tilefuse::passes {
 

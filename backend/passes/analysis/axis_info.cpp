@@ -1,10 +1,13 @@
+// Axis (alignment and range) analysis: for every integer and pointer value, runs of contiguous elements,
+// the power of two dividing each run's start, known ranges, mask constancy and loop bounds.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <limits>
 #include <numeric>
 
-#include "backend/passes/passes.hpp"
+#include "backend/ir/ops.hpp"
+#include "backend/passes/analysis/analysis.hpp"
 
 namespace tilefuse::passes {
 
@@ -64,7 +67,7 @@ AxisInfo induction_variable(const AxisInfo& lo, const AxisInfo& end, const AxisI
 std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vector<int>& param_divisibility) {
   std::vector<AxisInfo> info(fn.values.size());
   ir::walk(fn.body, [&](const ir::Instr& in) {
-    if (in.op == ir::Op::loop) {
+    if (ir::op_info(in.op).region) {
       // The induction variable is uniform; lo + k * step is divisible by what divides both.
       AxisInfo& iv = info[in.block_args[0]];
       iv = induction_variable(info[in.args[0]], info[in.args[1]], info[in.args[2]]);
@@ -81,14 +84,16 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
     r.uniform = t.rank == 0;
     if (t.rank == 0) r.source = in.result;
     switch (in.op) {
-      case ir::Op::param:
-        r.divisibility = in.index < static_cast<std::int64_t>(param_divisibility.size()) ? param_divisibility[in.index] : 1;
+      case ir::Op::param: {
+        const int index = in.as<ir::attr::Param>().index;
+        r.divisibility = index < static_cast<int>(param_divisibility.size()) ? param_divisibility[index] : 1;
         if (!t.pointer && ir::is_int(t.dtype) && r.divisibility > 16) {
           r.bounded = true;  // a positive multiple of its divisibility
           r.min = r.divisibility;
           r.max = std::numeric_limits<std::int64_t>::max();
         }
         break;
+      }
       case ir::Op::arange:
         r.contiguity = t.dims[0];
         r.divisibility = kUnknownLarge;  // runs start at 0
@@ -96,13 +101,15 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
         r.min = 0;
         r.max = t.dims[0] - 1;
         break;
-      case ir::Op::constant:
-        r.divisibility = ir::is_int(t.dtype) ? pow2_divisor(static_cast<std::int64_t>(in.number)) : 1;
+      case ir::Op::constant: {
+        const double value = in.as<ir::attr::Constant>().value;
+        r.divisibility = ir::is_int(t.dtype) ? pow2_divisor(static_cast<std::int64_t>(value)) : 1;
         if (ir::is_int(t.dtype)) {
           r.bounded = true;
-          r.min = r.max = static_cast<std::int64_t>(in.number);
+          r.min = r.max = static_cast<std::int64_t>(value);
         }
         break;
+      }
       case ir::Op::splat:
         r = arg(0);
         r.contiguity = 1;

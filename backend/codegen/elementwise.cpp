@@ -1,0 +1,116 @@
+// Lowering of the elementwise family: constants, splats, arithmetic, math functions, comparisons, masks,
+// where, casts, pointer offsets and random numbers. Most ops are one line of a table (the CUDA spelling
+// for float and integer operands, and whether a half result rounds); the rest have a function each.
+#include <stdexcept>
+
+#include "backend/codegen/emitter.hpp"
+#include "backend/codegen/text.hpp"
+#include "backend/ir/ops.hpp"
+
+namespace tilefuse::codegen {
+
+using ir::DType;
+using ir::Op;
+
+namespace {
+
+// How an op with a fixed spelling is written: $0 and $1 stand for the operands.
+struct Spelling {
+  Op op;
+  const char* floats;  ///< for float operands
+  const char* ints;    ///< for integer (and mask, pointer) operands
+  bool rounds;         ///< f16/bf16 results round after the op
+};
+
+constexpr Spelling kSpellings[] = {
+    {Op::add, "$0 + $1", "$0 + $1", true},
+    {Op::sub, "$0 - $1", "$0 - $1", true},
+    {Op::mul, "$0 * $1", "$0 * $1", true},
+    {Op::rem, "$0 % $1", "$0 % $1", false},
+    {Op::minimum, "fminf($0, $1)", "min($0, $1)", false},
+    {Op::maximum, "fmaxf($0, $1)", "max($0, $1)", false},
+    {Op::neg, "-$0", "-$0", false},
+    {Op::exp, "tf_exp($0)", nullptr, true},
+    {Op::exp2, "tf_exp2($0)", nullptr, true},
+    {Op::log, "logf($0)", nullptr, true},
+    {Op::sqrt, "sqrtf($0)", nullptr, true},
+    {Op::rsqrt, "rsqrtf($0)", nullptr, true},
+    {Op::erf, "erff($0)", nullptr, true},
+    {Op::eq, "$0 == $1", "$0 == $1", false},
+    {Op::ne, "$0 != $1", "$0 != $1", false},
+    {Op::logical_and, "$0 && $1", "$0 && $1", false},
+    {Op::logical_or, "$0 || $1", "$0 || $1", false},
+    {Op::logical_not, "!$0", "!$0", false},
+    {Op::ptr_add, "$0 + $1", "$0 + $1", false},
+    {Op::rand, nullptr, "tf_rand((unsigned long long)(long long)$0, (long long)$1)", false},
+};
+
+const Spelling* spelling_of(Op op) {
+  for (const Spelling& s : kSpellings)
+    if (s.op == op) return &s;
+  return nullptr;
+}
+
+// `pattern` with $k replaced by operands[k].
+std::string fill(const char* pattern, const std::vector<std::string>& operands) {
+  std::string out;
+  for (const char* p = pattern; *p; ++p) {
+    if (*p == '$' && p[1] >= '0' && p[1] <= '9') out += operands.at(static_cast<std::size_t>(*++p - '0'));
+    else out += *p;
+  }
+  return out;
+}
+
+}  // namespace
+
+void Emitter::arithmetic(const ir::Instr& in) {
+  const ir::ValueType& t = fn_.values[in.result];
+  const bool fl = ir::is_float(t.dtype) && !t.pointer;
+  std::vector<std::string> a;
+  for (ir::ValueId id : in.args) a.push_back(at(id));
+  switch (in.op) {
+    case Op::constant: return elementwise(in, text::literal(t.dtype, in.as<ir::attr::Constant>().value));
+    case Op::splat: return elementwise(in, v(in.args[0]));
+    case Op::div:
+      // Scalars divide exactly (once per program); tiles use the 2-ulp full-range division.
+      return elementwise(in, text::rounded(t.dtype, fl && t.rank > 0 ? "tf_div(" + a[0] + ", " + a[1] + ")" : a[0] + " / " + a[1]));
+    case Op::abs:
+      return elementwise(in, fl ? "fabsf(" + a[0] + ")" : (t.dtype == DType::i64 ? "llabs(" : "abs(") + a[0] + ")");
+    case Op::lt: return compare(in, "<");
+    case Op::le: return compare(in, "<=");
+    case Op::gt: return compare(in, ">");
+    case Op::ge: return compare(in, ">=");
+    case Op::select: return elementwise(in, known_true(in.args[0]) ? a[1] : a[0] + " ? " + a[1] + " : " + a[2]);
+    case Op::cast: return cast(in);
+    default: break;
+  }
+  const Spelling* s = spelling_of(in.op);
+  if (!s) throw std::logic_error(std::string("tilefuse codegen: no lowering for ") + ir::op_name(in.op));
+  // Comparisons and logic take their operands' dtype, not their (mask) result's.
+  const bool float_operands = ir::is_float(fn_.values[in.args[0]].dtype) && !fn_.values[in.args[0]].pointer;
+  const char* pattern = float_operands && s->floats ? s->floats : s->ints ? s->ints : s->floats;
+  const std::string expr = fill(pattern, a);
+  elementwise(in, s->rounds ? text::rounded(t.dtype, expr) : expr);
+}
+
+// A comparison tile. When it is constant over each run of the layout (an index against a bound that is a
+// multiple of the run), every lane of a run compares the run's first elements: the compiler then keeps one
+// predicate per run instead of one register per element.
+void Emitter::compare(const ir::Instr& in, const std::string& op) {
+  if (known_true(in.result)) return elementwise(in, "true");
+  const int R = a_.compare_run[in.result];
+  if (R == 1) return elementwise(in, at(in.args[0]) + " " + op + " " + at(in.args[1]));
+  auto first = [&](ir::ValueId id) { return fn_.values[id].rank == 0 ? v(id) : v(id) + "[e - e % " + std::to_string(R) + "]"; };
+  elementwise(in, first(in.args[0]) + " " + op + " " + first(in.args[1]));
+}
+
+// A cast to f16/bf16 whose every use stores it keeps the f32 value: the store rounds it once (RN of the
+// value equals RN of its RN), which spares a conversion and a widening per element.
+void Emitter::cast(const ir::Instr& in) {
+  const DType from = fn_.values[in.args[0]].dtype, to = fn_.values[in.result].dtype;
+  if (ir::is_float(from) && (to == DType::f16 || to == DType::bf16) && a_.only_stored[in.result])
+    return elementwise(in, at(in.args[0]) + "  /* rounded by its stores */");
+  elementwise(in, text::cast(from, to, at(in.args[0])));
+}
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,176 @@
+// The emitter core: the kernel frame (header comments, device helpers, signature, thread ids, live
+// flags), value names and declarations, and the dispatch of each instruction to its family's lowering.
+#include "backend/codegen/emitter.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "backend/codegen/prelude.hpp"
+#include "backend/codegen/text.hpp"
+#include "backend/ir/ops.hpp"
+
+namespace tilefuse::codegen {
+
+using ir::Op;
+
+Emitter::Emitter(const ir::Function& fn, const passes::Analysis& analysis, const Options& options)
+    : fn_(fn), a_(analysis), opt_(options), threads_(32 * options.num_warps), packed_(options.programs_per_block > 1) {}
+
+std::string Emitter::run() {
+  check();
+  os_ << "// tilefuse kernel '" << fn_.name << "': " << opt_.num_warps << " warps (" << threads_ << " threads) per program, "
+      << (packed_ ? std::to_string(opt_.programs_per_block) + " programs (one warp each) per thread block.\n"
+                  : std::string("one program per thread block.\n"));
+  for (const auto& [n, l] : a_.layouts)
+    os_ << "// layout of " << n << "-element tiles: " << l.per_thread << " per thread in runs of " << l.vector
+        << (l.n < threads_ ? " (threads past the tile hold none)" : "") << "\n";
+  os_ << prelude::core << "\n";
+  if (any_of_ops(fn_.body, [](Op op) { return op == Op::rand; })) os_ << prelude::rand << "\n";
+  ir::walk(fn_.body, [&](const ir::Instr& in) { cluster_reductions_left_ += ir::is_cluster_reduction(in.op) ? 1 : 0; });
+  const bool cluster = cluster_reductions_left_ > 0 && opt_.cluster_size > 1;
+  if (cluster) os_ << prelude::cluster << "\n";
+  if (any_of_ops(fn_.body, [](Op op) { return op == Op::stage_copy; })) os_ << prelude::copy << "\n";
+  signature();
+  frame();
+  declare_stages();
+  for (const ir::Instr& in : fn_.body) instr(in);
+  // The other blocks may still read this block's slots: it leaves only when all have passed their last read.
+  if (cluster) os_ << "  tf_cluster_wait();\n";
+  os_ << "}\n";
+  return os_.str();
+}
+
+void Emitter::check() const {
+  if (opt_.programs_per_block < 1 || opt_.programs_per_block > 32 || (packed_ && opt_.num_warps != 1))
+    throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': programs_per_block must be 1, or up "
+                                "to 32 for one-warp programs");
+  if (opt_.num_warps < 1 || opt_.num_warps > 32 || (opt_.num_warps & (opt_.num_warps - 1)))
+    throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': num_warps must be a power of two "
+                                "from 1 to 32, got " + std::to_string(opt_.num_warps));
+  for (const auto& t : fn_.values)
+    if (t.rank > 1) throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': 2D tiles are not supported yet");
+}
+
+void Emitter::signature() {
+  os_ << "extern \"C\" __global__ void __launch_bounds__(" << threads_ * opt_.programs_per_block;
+  if (opt_.min_programs_per_sm > 0)
+    os_ << ", " << std::max(1, std::min({32, 2048 / (threads_ * opt_.programs_per_block),  // what an SM can hold
+                                         (opt_.min_programs_per_sm + opt_.programs_per_block - 1) / opt_.programs_per_block}));
+  os_ << ") ";
+  if (opt_.cluster_size > 1) os_ << "__cluster_dims__(" << opt_.cluster_size << ", 1, 1) ";
+  os_ << kernel_symbol(fn_) << "(";
+  for (std::size_t i = 0; i < fn_.params.size(); ++i) {
+    const auto& p = fn_.params[i];
+    std::string type = text::reg_type(p.type);
+    if (p.type.pointer && !a_.written[i]) type = "const " + type;
+    os_ << (i ? ", " : "") << type << " a_" << text::identifier(p.name);
+  }
+  if (packed_) os_ << (fn_.params.empty() ? "" : ", ") << "int tf_num_programs_x";
+  os_ << ") {\n";
+}
+
+// Thread ids, and the flags of threads that hold elements of tiles smaller than the program.
+void Emitter::frame() {
+  if (packed_) {
+    // Warp w of the block runs program blockIdx.x * P + w; the grid's last block may hold fewer programs.
+    os_ << "  const int tid = threadIdx.x & 31;\n";
+    os_ << "  const int tf_program_x = (int)blockIdx.x * " << opt_.programs_per_block << " + (int)(threadIdx.x >> 5);\n";
+    os_ << "  if (tf_program_x >= tf_num_programs_x) return;\n";
+  } else {
+    os_ << "  const int tid = threadIdx.x;\n";
+  }
+  if (any_of_ops(fn_.body, ir::is_reduction) && opt_.num_warps > 1) os_ << "  const int lane = tid & 31;\n  const int warp = tid >> 5;\n";
+  for (const auto& [n, l] : a_.layouts)
+    if (l.n < threads_) os_ << "  const bool live" << n << " = tid < " << n << ";\n";
+}
+
+void Emitter::instr(const ir::Instr& in) {
+  os_ << "  // " << ir::print(fn_, in);
+  if (!in.where.empty()) os_ << "   [" << in.where << "]";
+  os_ << "\n";
+  switch (ir::op_info(in.op).family) {
+    case ir::Family::geometry: return geometry(in);
+    case ir::Family::elementwise: return arithmetic(in);
+    case ir::Family::memory: return in.op == Op::load ? load(in) : store(in);
+    case ir::Family::reduction: return reduce(in);
+    case ir::Family::cluster: return cluster_reduce(in);
+    case ir::Family::stage: return in.op == Op::stage_copy ? stage_copy(in) : stage_access(in);
+    case ir::Family::control: return loop(in);
+  }
+}
+
+void Emitter::geometry(const ir::Instr& in) {
+  switch (in.op) {
+    case Op::param:
+      os_ << "  " << value_type(in.result) << " const " << v(in.result) << " = a_"
+          << text::identifier(fn_.params[in.as<ir::attr::Param>().index].name) << ";\n";
+      break;
+    case Op::program_id:
+    case Op::num_programs: {
+      const int axis = in.as<ir::attr::Axis>().axis;
+      const bool id = in.op == Op::program_id;
+      os_ << "  const int " << v(in.result) << " = "
+          << (packed_ && axis == 0 ? std::string(id ? "tf_program_x" : "tf_num_programs_x")
+                                   : std::string(id ? "(int)blockIdx." : "(int)gridDim.") + "xyz"[axis])
+          << ";\n";
+      break;
+    }
+    default:  // arange
+      elementwise(in, index_expr(layout(fn_.values[in.result])));
+      break;
+  }
+}
+
+void Emitter::elementwise(const ir::Instr& in, const std::string& expr) {
+  const auto& t = fn_.values[in.result];
+  if (t.rank == 0) {
+    os_ << "  " << value_type(in.result) << " const " << v(in.result) << " = " << expr << ";\n";
+    return;
+  }
+  os_ << "  " << value_type(in.result) << " " << v(in.result) << "[" << per_thread(t) << "];\n";
+  os_ << "#pragma unroll\n  for (int e = 0; e < " << per_thread(t) << "; ++e) " << v(in.result) << "[e] = " << expr << ";\n";
+}
+
+void Emitter::declare_copy(ir::ValueId id, ir::ValueId from) {
+  const auto& t = fn_.values[id];
+  if (t.rank == 0) {
+    os_ << "  " << value_type(id) << " " << v(id) << " = " << v(from) << ";\n";
+    return;
+  }
+  const int E = per_thread(t);
+  os_ << "  " << value_type(id) << " " << v(id) << "[" << E << "];\n#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) "
+      << v(id) << "[e] = " << v(from) << "[e];\n";
+}
+
+std::string Emitter::v(ir::ValueId id) const {
+  std::string name = "v";  // (appending: GCC 12 warns falsely about "v" + std::to_string)
+  name += std::to_string(id);
+  return name;
+}
+
+std::string Emitter::at(ir::ValueId id) const { return fn_.values[id].rank == 0 ? v(id) : v(id) + "[e]"; }
+
+std::string Emitter::value_type(ir::ValueId id) const {
+  const auto& t = fn_.values[id];
+  return t.pointer && a_.root[id] >= 0 && !a_.written[a_.root[id]] ? "const " + text::reg_type(t) : text::reg_type(t);
+}
+
+std::string Emitter::index_expr(const passes::TileLayout& l, const std::string& e) const {
+  const int tv = l.threads * l.vector;
+  if (l.per_thread == 1) return "tid";
+  if (l.vector == l.per_thread) return "tid * " + std::to_string(l.vector) + " + " + e;
+  return "(" + e + " / " + std::to_string(l.vector) + ") * " + std::to_string(tv) + " + tid * " + std::to_string(l.vector) +
+         " + " + e + " % " + std::to_string(l.vector);
+}
+
+std::string Emitter::live(const ir::ValueType& t) const {
+  return t.rank == 1 && layout(t).n < threads_ ? "live" + std::to_string(t.dims[0]) : "";
+}
+
+std::string kernel_symbol(const ir::Function& fn) { return "tilefuse_" + text::identifier(fn.name); }
+
+std::string cuda_source(const ir::Function& fn, const passes::Analysis& analysis, const Options& options) {
+  return Emitter(fn, analysis, options).run();
+}
+
+}  // namespace tilefuse::codegen

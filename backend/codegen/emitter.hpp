@@ -1,0 +1,98 @@
+// The CUDA emitter shared by the lowering files: one Emitter per generated kernel. The core (emitter.cpp)
+// owns the kernel frame, value names and statement plumbing; each op family lowers in a file of its own,
+// as Triton splits lowering: elementwise.cpp, memory.cpp (global loads and stores), stages.cpp (shared
+// memory), reductions.cpp (block and cluster reductions), control.cpp (loops). Every decision about the
+// program's meaning (layouts, vector widths, folded masks, stage ownership) arrives in the Analysis.
+#pragma once
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/codegen/cuda.hpp"
+#include "backend/passes/analysis/analysis.hpp"
+
+namespace tilefuse::codegen {
+
+class Emitter {
+ public:
+  Emitter(const ir::Function& fn, const passes::Analysis& analysis, const Options& options);
+  /// The kernel's whole source.
+  std::string run();
+
+ private:
+  // ---- core (emitter.cpp) ----
+  void check() const;
+  void signature();
+  void frame();
+  void instr(const ir::Instr& in);
+  void geometry(const ir::Instr& in);
+  /// Declares the result and emits `result = expr` for every element (or once for scalars).
+  void elementwise(const ir::Instr& in, const std::string& expr);
+  /// Declares `id` (non-const: loops assign it) and copies `from` into it.
+  void declare_copy(ir::ValueId id, ir::ValueId from);
+  std::string v(ir::ValueId id) const;
+  /// Operand as seen inside the element loop.
+  std::string at(ir::ValueId id) const;
+  /// Register type of a value; pointers into parameters nothing stores through are const.
+  std::string value_type(ir::ValueId id) const;
+  const passes::TileLayout& layout(const ir::ValueType& t) const { return a_.layout(t); }
+  int per_thread(const ir::ValueType& t) const { return t.rank == 0 ? 1 : layout(t).per_thread; }
+  /// Tile index held by element `e` of this thread (an unrolled loop variable).
+  std::string index_expr(const passes::TileLayout& l, const std::string& e = "e") const;
+  /// The flag of threads that hold elements of a tile smaller than the program ("" when all do).
+  std::string live(const ir::ValueType& t) const;
+  bool known_true(ir::ValueId mask) const { return a_.axis[mask].always_true; }
+
+  // ---- elementwise.cpp ----
+  void arithmetic(const ir::Instr& in);
+  void compare(const ir::Instr& in, const std::string& op);
+  void cast(const ir::Instr& in);
+
+  // ---- memory.cpp ----
+  void load(const ir::Instr& in);
+  void store(const ir::Instr& in);
+  /// The test of a vector run at e0 against the access's mask (and the live flag); "" when none.
+  template <class Pred>
+  std::string run_test(const passes::AccessPlan& p, Pred pred) const;
+  void load_run(const std::string& indent, ir::DType dt, int W, const std::string& addr, const std::string& r);
+  void store_run(const std::string& indent, ir::DType dt, int W, const std::string& val, const std::string& addr, int hint = 0);
+
+  // ---- stages.cpp ----
+  void declare_stages();
+  void stage_copy(const ir::Instr& in);
+  void stage_access(const ir::Instr& in);
+  void stage_barrier(const ir::Instr& in);
+  void stage_sync(const ir::Instr& in);
+  /// The once-per-tile bounds test of a stage access ("" when none is needed).
+  std::string tile_in(const ir::Instr& in, const passes::AccessPlan& p) const;
+  /// The per-element bounds test of a stage access ("" when the plan decides per tile).
+  std::string element_in(const ir::Instr& in, const passes::AccessPlan& p, const passes::TileLayout& l, const std::string& e) const;
+
+  // ---- reductions.cpp ----
+  void reduce(const ir::Instr& in);
+  void cluster_reduce(const ir::Instr& in);
+
+  // ---- control.cpp ----
+  void loop(const ir::Instr& in);
+
+  const ir::Function& fn_;
+  const passes::Analysis& a_;
+  const Options& opt_;
+  int threads_;
+  bool packed_;
+  int cluster_reductions_left_ = 0;  // cluster reductions not yet emitted (the last one arrives at the exit barrier)
+  int loop_depth_ = 0;
+  bool copies_pending_ = false;      // a stage copy may be in flight at this point of the emitted code
+  std::ostringstream os_;
+};
+
+/// Whether an instruction of `block` (loop bodies included) has an op for which pred(op) holds.
+template <class Pred>
+bool any_of_ops(const std::vector<ir::Instr>& block, Pred pred) {
+  bool any = false;
+  ir::walk(block, [&](const ir::Instr& in) { any = any || pred(in.op); });
+  return any;
+}
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,16 @@
+// The device helpers generated kernels start with, as text: embedded by the build from the .cuh files in
+// backend/codegen/prelude/ (real CUDA sources an editor highlights), emitted by the generator as needed.
+#pragma once
+
+namespace tilefuse::codegen::prelude {
+
+/// Every kernel: f16/bf16 conversions, fast exp and division, vector loads and stores with cache hints.
+extern const char* const core;
+/// Kernels that draw random numbers: Philox4x32-10.
+extern const char* const rand;
+/// Kernels with cluster reductions: cluster barriers and distributed shared memory reads.
+extern const char* const cluster;
+/// Kernels that copy into stages: cp.async and its wait.
+extern const char* const copy;
+
+}  // namespace tilefuse::codegen::prelude

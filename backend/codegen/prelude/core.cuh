@@ -1,0 +1,89 @@
+//! Device helpers every generated kernel starts with (embedded into the generator by the build; lines
+//! starting with //! are not emitted). f16/bf16 live in registers as float and round after each op;
+//! conversions use PTX cvt, so NVRTC compiles the generated code with no CUDA headers.
+// ---- tilefuse device helpers ----
+typedef unsigned short tf_u16;
+__device__ __forceinline__ float tf_f16_to_f32(tf_u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ tf_u16 tf_f32_to_f16(float f) { tf_u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+__device__ __forceinline__ float tf_bf16_to_f32(tf_u16 h) { return __uint_as_float(((unsigned)h) << 16); }
+__device__ __forceinline__ tf_u16 tf_f32_to_bf16(float f) { tf_u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+// The low and high halves of a word of two f16/bf16 widened in place: a bf16 is the top 16 bits of its
+// float, so each half costs one shift or mask, with no extraction of the 16-bit part first.
+__device__ __forceinline__ float tf_bf16_lo(unsigned w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float tf_bf16_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+__device__ __forceinline__ float tf_f16_lo(unsigned w) { float f; asm("{.reg .f16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l;}" : "=f"(f) : "r"(w)); return f; }
+__device__ __forceinline__ float tf_f16_hi(unsigned w) { float f; asm("{.reg .f16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h;}" : "=f"(f) : "r"(w)); return f; }
+__device__ __forceinline__ float tf_round_f16(float f) { return tf_f16_to_f32(tf_f32_to_f16(f)); }
+__device__ __forceinline__ float tf_round_bf16(float f) { return tf_bf16_to_f32(tf_f32_to_bf16(f)); }
+__device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
+// Tile math uses the hardware approximations, as Triton does: exp and exp2 through ex2.approx (relative
+// error about 2^-22, plus the rounding of x * log2(e)), tile division through div.full.f32 (2 ulp).
+// (.ftz: results below 2^-126 flush to 0, which spares the range scaling around each ex2.)
+__device__ __forceinline__ float tf_exp2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
+__device__ __forceinline__ float tf_exp(float x) { return tf_exp2(x * 1.44269504088896341f); }
+__device__ __forceinline__ float tf_div(float a, float b) { float y; asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }
+__device__ __forceinline__ long long tf_f2ll(float f) { return __float2ll_rz(f); }
+// Two floats rounded to f16 or bf16 and packed in one word, low element first: one instruction on sm_80+.
+__device__ __forceinline__ unsigned tf_pack_bf16x2(float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  unsigned d; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo)); return d;
+#else
+  return (unsigned)tf_f32_to_bf16(lo) | ((unsigned)tf_f32_to_bf16(hi) << 16);
+#endif
+}
+__device__ __forceinline__ unsigned tf_pack_f16x2(float lo, float hi) {
+#if __CUDA_ARCH__ >= 800
+  unsigned d; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo)); return d;
+#else
+  return (unsigned)tf_f32_to_f16(lo) | ((unsigned)tf_f32_to_f16(hi) << 16);
+#endif
+}
+// W elements of S moved as one access of W * sizeof(S) bytes (16 bytes: one 128-bit transaction).
+template <int Bytes> struct tf_word;
+template <> struct tf_word<2> { typedef unsigned short type; };
+template <> struct tf_word<4> { typedef unsigned int type; };
+template <> struct tf_word<8> { typedef unsigned long long type; };
+template <class S, int W> union tf_pack {
+  struct alignas(sizeof(S) * W) Raw { typename tf_word<(sizeof(S) * W > 8 ? 8 : sizeof(S) * W)>::type w[(sizeof(S) * W + 7) / 8]; } raw;
+  S s[W];
+};
+// Global accesses with a cache hint H (tl::Cache): 0 as the hardware caches, 1 streaming (ld/st.cs:
+// evicted first), 2 L2 only (ld/st.cg).
+template <int H, class V> __device__ __forceinline__ V tf_ld(const V* p) {
+  if constexpr (H == 1) return __ldcs(p);
+  else if constexpr (H == 2) return __ldcg(p);
+  else return *p;
+}
+template <int H, class V> __device__ __forceinline__ void tf_st(V* p, V v) {
+  if constexpr (H == 1) __stcs(p, v);
+  else if constexpr (H == 2) __stcg(p, v);
+  else *p = v;
+}
+template <class S, int W, int H = 0> __device__ __forceinline__ void tf_load_vec(const S* p, S (&out)[W]) {
+  tf_pack<S, W> pk;
+  typedef typename tf_pack<S, W>::Raw Raw;
+  if constexpr (H == 0) {
+    pk.raw = *reinterpret_cast<const Raw*>(p);
+  } else if constexpr (sizeof(Raw) == 16) {  // one 128-bit access
+    const ulonglong2 v = tf_ld<H>(reinterpret_cast<const ulonglong2*>(p));
+    pk.raw.w[0] = v.x; pk.raw.w[1] = v.y;
+  } else {
+    pk.raw.w[0] = tf_ld<H>(reinterpret_cast<const Raw*>(p)->w);
+  }
+#pragma unroll
+  for (int k = 0; k < W; ++k) out[k] = pk.s[k];
+}
+template <class S, int W, int H = 0> __device__ __forceinline__ void tf_store_vec(S* p, const S (&in)[W]) {
+  tf_pack<S, W> pk;
+  typedef typename tf_pack<S, W>::Raw Raw;
+#pragma unroll
+  for (int k = 0; k < W; ++k) pk.s[k] = in[k];
+  if constexpr (H == 0) {
+    *reinterpret_cast<Raw*>(p) = pk.raw;
+  } else if constexpr (sizeof(Raw) == 16) {
+    tf_st<H>(reinterpret_cast<ulonglong2*>(p), make_ulonglong2(pk.raw.w[0], pk.raw.w[1]));
+  } else {
+    tf_st<H>(reinterpret_cast<Raw*>(p)->w, pk.raw.w[0]);
+  }
+}
+// ---- end of helpers ----

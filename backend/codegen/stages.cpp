@@ -1,0 +1,148 @@
+// Lowering of shared-memory stages: their declaration in dynamic shared memory, asynchronous copies from
+// global memory (cp.async), stores and loads of tiles, and the barriers and waits around them (none for a
+// stage each thread reads back only what it wrote).
+#include "backend/codegen/emitter.hpp"
+#include "backend/codegen/text.hpp"
+#include "backend/ir/ops.hpp"
+
+namespace tilefuse::codegen {
+
+namespace {
+
+std::string all_of(const std::vector<std::string>& parts) {
+  std::string c;
+  for (const auto& p : parts)
+    if (!p.empty()) c += (c.empty() ? "" : " && ") + p;
+  return c;
+}
+
+int stage_of(const ir::Instr& in) { return in.as<ir::attr::StageRef>().stage; }
+
+}  // namespace
+
+// Stages live in the block's dynamic shared memory (the runtime passes ir::stage_bytes per program, times
+// the programs a block packs), each 16-byte aligned so that runs move as 16-byte accesses.
+void Emitter::declare_stages() {
+  if (fn_.stages.empty()) return;
+  const std::int64_t per_program = ir::stage_bytes(fn_.stages);
+  os_ << "  extern __shared__ __align__(16) unsigned char tf_shared[];\n";
+  const std::string program_base = packed_ ? " + (threadIdx.x >> 5) * " + std::to_string(per_program) : "";
+  for (std::size_t k = 0; k < fn_.stages.size(); ++k) {
+    const ir::Stage& st = fn_.stages[k];
+    const std::string S = text::storage_type(st.dtype);
+    os_ << "  // stage @" << k << ": " << ir::dtype_name(st.dtype) << "[" << st.size << "], "
+        << (a_.stage_owned[k] ? "each thread reads back only what it wrote (no barriers)"
+                              : "read across threads (a barrier before each access)")
+        << "\n";
+    os_ << "  " << S << "* const tf_stage" << k << " = reinterpret_cast<" << S << "*>(tf_shared + "
+        << ir::stage_offset(fn_.stages, k) << program_base << ");\n";
+  }
+}
+
+// The barrier before an access of a stage whose elements threads share (none for an owned stage).
+void Emitter::stage_barrier(const ir::Instr& in) {
+  if (!a_.stage_owned[stage_of(in)]) os_ << "  " << (packed_ ? "__syncwarp()" : "__syncthreads()") << ";\n";
+}
+
+// Before a stage access: this thread's copies must have landed (and, for a stage read across threads,
+// everyone's: the barrier follows the wait).
+void Emitter::stage_sync(const ir::Instr& in) {
+  if (copies_pending_) {
+    os_ << "  tf_copy_wait();\n";
+    copies_pending_ = false;
+  }
+  stage_barrier(in);
+}
+
+// A tile wholly inside or outside the stage is tested once (see passes::AccessPlan).
+std::string Emitter::tile_in(const ir::Instr& in, const passes::AccessPlan& p) const {
+  if (p.inside || !p.whole) return "";
+  return "(unsigned)" + v(in.args[0]) + " < " + std::to_string(fn_.stages.at(stage_of(in)).size) + "u";
+}
+
+std::string Emitter::element_in(const ir::Instr& in, const passes::AccessPlan& p, const passes::TileLayout& l,
+                                const std::string& e) const {
+  if (p.inside || p.whole) return "";
+  return "(unsigned)(" + v(in.args[0]) + " + " + index_expr(l, e) + ") < " + std::to_string(fn_.stages.at(stage_of(in)).size) + "u";
+}
+
+// Global memory into a stage: runs of 4, 8 or 16 bytes as asynchronous copies (a run outside the mask
+// writes zeros), anything narrower or unaligned element by element (synchronously).
+void Emitter::stage_copy(const ir::Instr& in) {
+  // No wait for earlier copies: they target other elements (two copies into one element with no access
+  // of the stage between them land in either order, as documented for tl::Stage::copy).
+  stage_barrier(in);
+  const ir::Stage& st = fn_.stages.at(stage_of(in));
+  const passes::AccessPlan& plan = a_.plan(in);
+  const auto& pt = fn_.values[in.args[1]];
+  const auto& l = layout(pt);
+  const std::string off = v(in.args[0]), base = "tf_stage" + std::to_string(stage_of(in)), p = v(in.args[1]);
+  const std::string S = text::storage_type(st.dtype);
+  const bool masked = plan.masked;
+  const int bytes = ir::dtype_bytes(st.dtype);
+  const int W = plan.vector;
+  const int E = l.per_thread;
+  if (W * bytes < 4) {
+    const std::string c = all_of({live(pt), tile_in(in, plan), element_in(in, plan, l, "e")});
+    const std::string value = masked ? v(in.args[2]) + "[e] ? *" + p + "[e] : (" + S + ")0" : "*" + p + "[e]";
+    os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) " << (c.empty() ? "" : "if (" + c + ") ") << base << "["
+        << off << " + " << index_expr(l) << "] = " << value << ";\n";
+    return;
+  }
+  const std::string c = all_of({live(pt), tile_in(in, plan), element_in(in, plan, l, "e0")});
+  os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ")";
+  if (!c.empty()) os_ << " if (" << c << ")";
+  os_ << " tf_copy_async<" << W * bytes << ">(" << base << " + " << off << " + " << index_expr(l, "e0") << ", " << p << "[e0], "
+      << (masked ? v(in.args[2]) + "[e0]" : std::string("true")) << ");\n";
+  copies_pending_ = true;
+}
+
+void Emitter::stage_access(const ir::Instr& in) {
+  const bool store = in.op == ir::Op::stage_store;
+  const ir::Stage& st = fn_.stages.at(stage_of(in));
+  const passes::AccessPlan& plan = a_.plan(in);
+  const ir::ValueId tile = store ? in.args[1] : in.result;
+  const auto& t = fn_.values[tile];
+  const auto& l = layout(t);
+  const std::string off = v(in.args[0]), base = "tf_stage" + std::to_string(stage_of(in));
+  const std::size_t mask_at = store ? 2 : 1;
+  const bool masked = plan.masked;
+  const ir::ValueId mask = masked ? in.args[mask_at] : -1;
+  stage_sync(in);
+  // Elements outside [0, N) are masked off (see passes::AccessPlan's inside and whole).
+  auto cond = [&](const std::string& e) {
+    return all_of({live(t), tile_in(in, plan), element_in(in, plan, l, e), masked ? v(mask) + "[" + e + "]" : ""});
+  };
+  const int E = l.per_thread;
+  const int W = plan.vector;
+  const std::string r = store ? "" : v(in.result);
+  const std::string other = store ? "" : masked ? v(in.args[2]) + "[e]" : text::literal(t.dtype, 0);
+  if (!store) os_ << "  " << text::reg_type(t) << " " << r << "[" << E << "];\n";
+  if (W == 1) {
+    const std::string c = cond("e");
+    const std::string addr = base + "[" + off + " + " + index_expr(l) + "]";
+    os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) ";
+    if (store) {
+      os_ << (c.empty() ? "" : "if (" + c + ") ") << addr << " = " << text::to_storage(st.dtype, v(in.args[1]) + "[e]") << ";\n";
+    } else {
+      const std::string value = text::from_storage(st.dtype, addr);
+      os_ << r << "[e] = " << (c.empty() ? value : c + " ? " + value + " : " + other) << ";\n";
+    }
+    return;
+  }
+  const std::string c = cond("e0");
+  const std::string in_run = c.empty() ? "    " : "      ";
+  os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
+  if (!c.empty()) os_ << "    if (" << c << ") {\n";
+  const std::string addr = base + " + " + off + " + " + index_expr(l, "e0");
+  if (store) store_run(in_run, st.dtype, W, v(in.args[1]), addr);
+  else load_run(in_run, st.dtype, W, addr, r);
+  if (!c.empty()) {
+    os_ << "    }";
+    if (!store) os_ << " else {\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << r << "[e] = " << other << ";\n    }";
+    os_ << "\n";
+  }
+  os_ << "  }\n";
+}
+
+}  // namespace tilefuse::codegen

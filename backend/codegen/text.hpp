@@ -1,0 +1,30 @@
+// How the code generator spells types, conversions and literals in CUDA C++ (no decisions here: the
+// types and values come from the IR).
+#pragma once
+
+#include <string>
+
+#include "backend/ir/ir.hpp"
+
+namespace tilefuse::codegen::text {
+
+/// Register type of a value's elements ("float", "int", "tf_u16*" for a pointer to halves, ...).
+std::string reg_type(const ir::ValueType& t);
+/// Memory (storage) type of one element: halves as 16-bit words.
+std::string storage_type(ir::DType t);
+/// A storage element `x` as its register value (halves widened to float).
+std::string from_storage(ir::DType t, const std::string& x);
+/// A register value `x` as its storage element (floats rounded to halves).
+std::string to_storage(ir::DType t, const std::string& x);
+/// Element `half` (0: low, 1: high) of a word `w` holding two f16/bf16, widened to float.
+std::string from_word(ir::DType t, const std::string& w, int half);
+/// A float computed in f32 rounded to the value's dtype (unchanged for f32 and integers).
+std::string rounded(ir::DType t, const std::string& x);
+/// The literal `v` of dtype t (floats exact as f32 after rounding to t; NaN and infinities as bit patterns).
+std::string literal(ir::DType t, double v);
+/// `s` as a C identifier (other characters become '_').
+std::string identifier(const std::string& s);
+/// `x` converted from dtype `from` to dtype `to` (floats are floats in registers, halves rounded).
+std::string cast(ir::DType from, ir::DType to, const std::string& x);
+
+}  // namespace tilefuse::codegen::text

@@ -1,0 +1,108 @@
+// The interpreter's state for one program: its SSA values, its stages, and how each instruction is
+// run over them (program.cpp: control, memory, stages, reductions; elementwise.cpp: arithmetic). Internal
+// to backend/interp/.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/interp/interp.hpp"
+#include "backend/ir/ops.hpp"
+#include "backend/numerics/float16.hpp"
+
+namespace tilefuse::interp::detail {
+
+using ir::DType;
+using ir::Op;
+
+// One SSA value of one program: floats as the f32 (or rounded f16/bf16) they hold, integers and masks as
+// int64, pointers as element offsets into parameter `base`'s buffer.
+struct Value {
+  std::vector<double> f;
+  std::vector<std::int64_t> i;
+  int base = -1;
+};
+
+// Rounds a float result to the value's dtype, as the generated code does after each op.
+inline double round_to(DType t, double x) {
+  const float f = static_cast<float>(x);
+  if (t == DType::f16) return round_to_half(f);
+  if (t == DType::bf16) return round_to_bf16(f);
+  return f;
+}
+
+inline std::int64_t wrap(DType t, std::int64_t x) {
+  if (t == DType::i32) return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(x)));
+  if (t == DType::i1) return x != 0;
+  return x;
+}
+
+// Float to integer as cvt.rzi does: truncate, saturate, NaN to 0.
+inline std::int64_t float_to_int(DType to, double x) {
+  if (std::isnan(x)) return 0;
+  const double lo = to == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
+  const double hi = to == DType::i32 ? 2147483647.0 : 9223372036854775807.0;
+  if (x <= lo) return static_cast<std::int64_t>(lo);
+  if (x >= hi) return to == DType::i32 ? 2147483647 : std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(std::trunc(x));
+}
+
+
+// The stage an access works on.
+inline int stage_of(const ir::Instr& in) { return in.as<ir::attr::StageRef>().stage; }
+
+/// One program of the grid, run instruction by instruction with the GPU's semantics.
+class Program {
+ public:
+  Program(const ir::Function& fn, std::span<const HostArg> args) : fn_(fn), args_(args), vals_(fn.values.size()) {}
+
+  /// Runs the whole program as program (px, py, pz) of a grid of (gx, gy, gz).
+  void run(std::int64_t px, std::int64_t py, std::int64_t pz, std::int64_t gx, std::int64_t gy, std::int64_t gz) {
+    start(px, py, pz, gx, gy, gz);
+    run_block(fn_.body);
+  }
+
+  /// Sets the program id and grid for a run in steps (run_until_cluster_op).
+  void start(std::int64_t px, std::int64_t py, std::int64_t pz, std::int64_t gx, std::int64_t gy, std::int64_t gz);
+
+  /// Runs top-level instructions from `pc` up to the next cluster reduction (left for the caller, which
+  /// needs every program of the cluster there) or the end; returns where it stopped.
+  std::size_t run_until_cluster_op(std::size_t pc) {
+    for (; pc < fn_.body.size() && !ir::is_cluster_reduction(fn_.body[pc].op); ++pc) step(fn_.body[pc]);
+    return pc;
+  }
+
+  /// The operand of the cluster reduction `in` in this program.
+  float cluster_operand(const ir::Instr& in) const { return static_cast<float>(vals_[in.args[0]].f[0]); }
+  /// Sets the result of the cluster reduction `in` in this program.
+  void set_cluster_result(const ir::Instr& in, float v) { make(in).f[0] = v; }
+
+ private:
+  [[noreturn]] void fail(const ir::Instr& in, const std::string& why) const;
+  const ir::ValueType& type(ir::ValueId v) const { return fn_.values[v]; }
+  std::size_t size(ir::ValueId v) const { return static_cast<std::size_t>(type(v).numel()); }
+  /// The result value of `in`, sized and zeroed for its type.
+  Value& make(const ir::Instr& in);
+
+  double read_float(const ir::Instr& in, int base, std::int64_t off, DType t) const;
+  std::int64_t read_int(const ir::Instr& in, int base, std::int64_t off, DType t) const;
+  void write(const ir::Instr& in, int base, std::int64_t off, DType t, double f, std::int64_t i) const;
+  const HostArg& check_access(const ir::Instr& in, int base, std::int64_t off, const char* what) const;
+  void run_block(const std::vector<ir::Instr>& block);
+  void run_loop(const ir::Instr& in);
+  void step(const ir::Instr& in);
+  void elementwise(const ir::Instr& in);
+
+  const ir::Function& fn_;
+  std::span<const HostArg> args_;
+  std::vector<Value> vals_;
+  std::vector<Value> stages_;  // this program's stages (Value's f or i by the stage's dtype)
+  std::int64_t pid_[3] = {0, 0, 0};
+  std::int64_t grid_[3] = {1, 1, 1};
+};
+
+}  // namespace tilefuse::interp::detail

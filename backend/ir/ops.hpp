@@ -1,0 +1,78 @@
+// The op table: every IR op's properties as data (name, operand count, result, attribute, purity, region,
+// typing rule, lowering family), read by the printer, the verifier, the passes and the code generator.
+// Adding an op is an entry here plus its lowering, not an edit in every switch (tinygrad's op sets).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "backend/ir/ir.hpp"
+
+namespace tilefuse::ir {
+
+/// Which attribute an op carries: the index of its alternative in ir::Attribute.
+enum class AttrKind : std::uint8_t { none, param, axis, constant, memory, stage };
+
+/// The rule the verifier checks an op's operand and result types by; one rule serves every op of a kind.
+enum class Typing : std::uint8_t {
+  param,           ///< the parameter's declared type
+  geometry,        ///< an i32 scalar (program_id, num_programs)
+  arange,          ///< a power-of-two i32 tile
+  constant,        ///< a scalar of any dtype
+  splat,           ///< a scalar of the result's element type, broadcast
+  arith,           ///< two operands and the result of one non-pointer type
+  unary,           ///< one operand and the result of one non-pointer type
+  float_math,      ///< like unary, floats only
+  rand,            ///< integer seed scalar, integer offsets -> f32 of the offsets' shape
+  compare,         ///< two operands of one type -> i1 of their shape
+  logic,           ///< i1 operands and result of one shape
+  select,          ///< (i1 cond, a, b) -> the type of a and b
+  cast,            ///< same shape, another dtype, no pointers
+  ptr_add,         ///< pointer plus integer offset -> pointer
+  load,            ///< (ptr [, mask [, other]]) -> the pointee
+  store,           ///< (ptr, value [, mask])
+  reduce,          ///< a 1D tile -> a scalar of its dtype
+  cluster_reduce,  ///< an f32 scalar -> an f32 scalar, outside loops
+  stage_write,     ///< (offset, tile or pointer tile [, mask]) into a stage
+  stage_load,      ///< (offset [, mask, other]) out of a stage
+  loop,            ///< (lo, hi, step, init...) with a region
+};
+
+/// How the code generator lowers an op: one emitter file per family, as Triton splits lowering into
+/// load/store, reduce, memory and cluster ops.
+enum class Family : std::uint8_t { geometry, elementwise, memory, reduction, cluster, stage, control };
+
+/// Everything the IR's users need to know about one op.
+struct OpInfo {
+  Op op;
+  const char* name;        ///< as the printer spells it
+  std::uint8_t min_args;   ///< fewest operands
+  std::uint8_t max_args;   ///< most operands (255: any number, for a loop's carried values)
+  bool result;             ///< defines one value (a loop's values are its region results instead)
+  bool pure;               ///< no side effects, result from operands only: CSE may merge it, DCE drop it
+  bool region;             ///< has a body (block_args, body, yields, results)
+  AttrKind attr;           ///< which attribute it carries
+  Typing typing;           ///< the verifier's rule for its types
+  Family family;           ///< where code generation lowers it
+};
+
+/// The table entry of `op`.
+const OpInfo& op_info(Op op);
+/// Every op's entry, in Op order.
+std::span<const OpInfo> op_table();
+
+/// The attribute `op` carries, at its kind's default value (none for ops without one).
+Attribute default_attribute(Op op);
+
+/// Name of an op as the printer spells it.
+inline const char* op_name(Op op) { return op_info(op).name; }
+/// True for ops with no side effects whose result depends only on their operands.
+inline bool is_pure(Op op) { return op_info(op).pure; }
+/// True for the block reductions (a tile to a scalar).
+inline bool is_reduction(Op op) { return op_info(op).family == Family::reduction; }
+/// True for the reductions across a cluster's programs (every program of the cluster must reach them).
+inline bool is_cluster_reduction(Op op) { return op_info(op).family == Family::cluster; }
+/// True for stage_store, stage_load and stage_copy.
+inline bool is_stage_access(Op op) { return op_info(op).family == Family::stage; }
+
+}  // namespace tilefuse::ir

@@ -1,0 +1,106 @@
+// Analyses of an optimized function for one specialization (threads per program, what the arguments
+// reveal about divisibility and alignment). Each analysis is a file of its own; analyze() runs them all
+// and hands code generation their results as plain data, so that the generator only spells out what was
+// decided here: how tiles spread over threads, which accesses move 16 bytes at once, which masks fold.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/ir/ir.hpp"
+
+namespace tilefuse::passes {
+
+/// How a 1D tile of n elements is spread over a program's threads: thread t holds `per_thread` elements
+/// in runs of `vector` contiguous ones; element e of thread t is tile index
+/// (e / vector) * threads * vector + t * vector + e % vector. When n < threads, threads t >= n hold none.
+struct TileLayout {
+  int n = 1;
+  int threads = 1;
+  int per_thread = 1;
+  int vector = 1;
+};
+
+/// Layout choice for every 1D tile size in `fn` with `threads` threads: runs as long as the widest 16-byte
+/// access among the loads and stores of that size allows.
+std::map<std::int64_t, TileLayout> choose_layouts(const ir::Function& fn, int threads);
+
+/// What is known about an integer or pointer value: runs of `contiguity` consecutive elements each step by
+/// one, and the first element of each run is divisible by `divisibility` (for pointers: its byte address);
+/// `uniform` values are equal across the whole tile (scalars, splats).
+struct AxisInfo {
+  std::int64_t contiguity = 1;
+  std::int64_t divisibility = 1;
+  bool uniform = false;
+  /// Known range of an integer value (every element), when `bounded`.
+  bool bounded = false;
+  std::int64_t min = 0, max = 0;
+  /// A comparison that holds for every element (an index tile against a bound it never reaches).
+  bool always_true = false;
+  /// Elements are equal within aligned blocks of `constancy` (a power of two): `index < bound` with the
+  /// bound a multiple of the block is all true or all false over each such block.
+  std::int64_t constancy = 1;
+  /// The scalar whose value every element repeats (a scalar itself, or a splat of it); -1 for others.
+  ir::ValueId source = -1;
+  /// When `below` >= 0: every element is at most the scalar `below` minus `headroom` (a loop's induction
+  /// variable against its end, and that plus a bounded non-negative tile), so `x < below` holds when
+  /// headroom >= 1.
+  ir::ValueId below = -1;
+  std::int64_t headroom = 0;
+};
+
+/// AxisInfo for every value, given the divisibility (integers) or byte alignment (pointers) of each parameter.
+/// An integer parameter's divisibility above 16 also bounds it from below: the runtime records more than 16
+/// only for positive arguments (see Specialization), so such an argument is at least its divisibility.
+std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vector<int>& param_divisibility);
+
+/// How a vector run of a masked access is tested against its mask.
+enum class RunMask : std::uint8_t {
+  none,        ///< no mask to test (none given, or it holds everywhere)
+  first_lane,  ///< the mask is constant over each run: its first lane decides (false: skip the run)
+  last_lane,   ///< `contiguous index < uniform bound`: the run's last lane is its largest index
+  every_lane,  ///< anything else: every lane of the run
+};
+
+/// How one memory access is lowered.
+struct AccessPlan {
+  bool masked = false;   ///< it has a mask that is not known to hold everywhere
+  int vector = 1;        ///< elements moved per access (1: element by element)
+  RunMask run = RunMask::none;  ///< global accesses of vector > 1: how a run is tested
+  bool inside = false;   ///< stage accesses: the offset keeps the whole tile inside the stage
+  bool whole = false;    ///< stage accesses: the tile lies wholly inside or wholly outside (one test)
+};
+
+/// Everything code generation needs to know about a function for one specialization.
+struct Analysis {
+  int threads = 32;                                 ///< threads per program
+  std::map<std::int64_t, TileLayout> layouts;       ///< by tile size
+  std::vector<AxisInfo> axis;                       ///< by value
+  std::vector<int> compare_run;                     ///< by value: comparisons equal over runs of this many lanes (else 1)
+  std::vector<int> root;                            ///< by value: the pointer parameter a pointer derives from (-1)
+  std::vector<bool> written;                        ///< by parameter: something stores through it
+  std::vector<bool> only_stored;                    ///< by value: every use stores it (the store may round it)
+  std::vector<bool> stage_owned;                    ///< by stage: each thread reads back only what it wrote
+  std::unordered_map<const ir::Instr*, AccessPlan> access;  ///< by load, store and stage access
+
+  /// The layout of a 1D tile of type `t`.
+  const TileLayout& layout(const ir::ValueType& t) const { return layouts.at(t.dims[0]); }
+  /// The plan of memory access `in` (an instruction of the analyzed function).
+  const AccessPlan& plan(const ir::Instr& in) const { return access.at(&in); }
+};
+
+/// Pointer roots and written parameters (pointers.cpp).
+void find_pointer_roots(const ir::Function& fn, Analysis& a);
+/// Values whose every use is the value operand of a store or stage_store (uses.cpp).
+std::vector<bool> values_only_stored(const ir::Function& fn);
+/// Stages whose every access moves tiles of one size P at offsets divisible by P (stages.cpp).
+std::vector<bool> stages_owned(const ir::Function& fn, const std::vector<AxisInfo>& axis);
+/// Access plans and comparison runs from the layouts and axis info (access.cpp).
+void plan_accesses(const ir::Function& fn, Analysis& a);
+
+/// Runs every analysis of `fn` for `threads` threads per program and the parameters' divisibility.
+Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& param_divisibility);
+
+}  // namespace tilefuse::passes

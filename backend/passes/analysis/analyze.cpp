@@ -1,0 +1,18 @@
+// The analyses' entry point: every analysis of one specialization, in dependency order.
+#include "backend/passes/analysis/analysis.hpp"
+
+namespace tilefuse::passes {
+
+Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& param_divisibility) {
+  Analysis a;
+  a.threads = threads;
+  a.layouts = choose_layouts(fn, threads);
+  a.axis = analyze_axis_info(fn, param_divisibility);
+  find_pointer_roots(fn, a);
+  a.only_stored = values_only_stored(fn);
+  a.stage_owned = stages_owned(fn, a.axis);
+  plan_accesses(fn, a);
+  return a;
+}
+
+}  // namespace tilefuse::passes
