@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/driver/buffer.hpp"
+#include "backend/runtime/buffer.hpp"
 #include "backend/runtime/program.hpp"
 #include "dsl/tile.hpp"
 

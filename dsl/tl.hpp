@@ -2,7 +2,7 @@
 // ... and wrap them in tilefuse::Kernel.
 #pragma once
 
-#include "backend/driver/buffer.hpp"
+#include "backend/runtime/buffer.hpp"
 #include "backend/numerics/float16.hpp"
 #include "dsl/dtype.hpp"
 #include "dsl/kernel.hpp"

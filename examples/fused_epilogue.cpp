@@ -7,8 +7,10 @@
 #include <random>
 #include <string>
 
+#include "backend/driver/driver.hpp"
 #include "bench/measure.hpp"
-#include "kernels/epilogue.hpp"
+#include "kernels/epilogue/epilogue.hpp"
+#include "kernels/reference.hpp"
 
 using namespace tilefuse;
 

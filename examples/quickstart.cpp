@@ -2,6 +2,7 @@
 // one and in the CPU interpreter otherwise, checked against float64.
 #include <cstdio>
 
+#include "backend/driver/driver.hpp"
 #include "kernels/reference.hpp"
 // readme-begin
 #include "dsl/tl.hpp"

@@ -8,9 +8,10 @@
 #include <random>
 #include <string>
 
+#include "backend/driver/driver.hpp"
 #include "bench/measure.hpp"
 #include "kernels/reference.hpp"
-#include "kernels/softmax.hpp"
+#include "kernels/softmax/softmax.hpp"
 
 using namespace tilefuse;
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/numerics/float16.hpp"
+#include "backend/numerics/philox.hpp"
 
 namespace tilefuse::reference {
 
@@ -112,6 +113,22 @@ std::vector<double> rmsnorm(std::span<const H> x, std::span<const H> w, std::int
     const double rs = 1.0 / std::sqrt(s / static_cast<double>(cols) + eps);
     for (std::int64_t c = 0; c < cols; ++c) y[r * cols + c] = to_float(x[r * cols + c]) * rs * to_float(w[c]);
   }
+  return y;
+}
+
+/// The epilogue in float64, with the same Philox draws: dropout(gelu(x + bias), p) + residual.
+template <class H>
+std::vector<double> epilogue(std::span<const H> x, std::span<const H> bias, std::span<const H> residual,
+                             std::int64_t rows, std::int64_t cols, float p, std::int64_t seed, std::int64_t offset) {
+  std::vector<double> y(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const std::int64_t i = r * cols + c;
+      const double h = static_cast<double>(to_float(x[i])) + to_float(bias[c]);
+      const double g = 0.5 * h * (1.0 + std::erf(h / std::sqrt(2.0)));
+      const bool keep = philox_uniform(static_cast<std::uint64_t>(seed), offset + i) >= p;
+      y[i] = (keep ? g / (1.0 - static_cast<double>(p)) : 0.0) + to_float(residual[i]);
+    }
   return y;
 }
 

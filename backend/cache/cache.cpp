@@ -1,3 +1,5 @@
+// The kernel cache (see cache.hpp): keys hashed from everything that decides a CUBIN, the in-memory map,
+// and disk entries written to a temporary file and renamed, checked by magic, version and checksum on read.
 #include "backend/cache/cache.hpp"
 
 #include <unistd.h>
@@ -8,6 +10,8 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+
+#include "backend/knobs/knobs.hpp"
 
 namespace tilefuse::cache {
 
@@ -72,15 +76,6 @@ struct Reader {
   }
 };
 
-std::optional<std::filesystem::path> default_dir() {
-  if (const char* off = std::getenv("TILEFUSE_DISABLE_DISK_CACHE"); off && std::strcmp(off, "0") != 0 && *off)
-    return std::nullopt;
-  if (const char* d = std::getenv("TILEFUSE_CACHE_DIR"); d && *d) return std::filesystem::path(d);
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "tilefuse";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "tilefuse";
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::string make_key(const std::string& source, const std::vector<std::string>& options, const std::string& nvrtc_version) {
@@ -95,7 +90,7 @@ std::string make_key(const std::string& source, const std::vector<std::string>& 
 KernelCache::KernelCache(std::optional<std::filesystem::path> dir) : dir_(std::move(dir)) {}
 
 KernelCache& KernelCache::global() {
-  static KernelCache cache(default_dir());
+  static KernelCache cache(knobs::cache_dir());
   return cache;
 }
 

@@ -1,8 +1,9 @@
+// The CUDA Driver API through dlopen("libcuda.so.1") (see driver.hpp): entry points resolved once, the
+// primary context of device 0, memory, modules, launches, streams and events, every failure named.
 #include "backend/driver/driver.hpp"
 
 #include <cuda.h>
 #include <dlfcn.h>
-#include <cstdlib>
 
 #include <mutex>
 
@@ -239,15 +240,9 @@ void launch(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* 
   if (r != CUDA_SUCCESS) check(r, "cuLaunchKernel", kernel);
 }
 
-void reserve_dynamic_shared(void* function, int bytes, const char* kernel) {
+void reserve_dynamic_shared(void* function, int bytes, int carveout, const char* kernel) {
   const auto f = static_cast<CUfunction>(function);
   check(api().func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes), "cuFuncSetAttribute", kernel);
-  // As much of the L1/shared array as shared memory as the SM allows: stages decide how many programs fit.
-  // TILEFUSE_STAGE_CARVEOUT (a tuning knob for sweeps): another percentage, or -1 for the driver's choice.
-  static const int carveout = [] {
-    const char* v = std::getenv("TILEFUSE_STAGE_CARVEOUT");
-    return v && *v ? std::atoi(v) : static_cast<int>(CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
-  }();
   if (carveout >= 0)
     check(api().func_set_attribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout), "cuFuncSetAttribute", kernel);
 }

@@ -85,9 +85,10 @@ struct Dim3 {
 void launch(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params,
             const char* kernel);
 
-/// Lets `function` take `bytes` of dynamic shared memory per block (above the default 48 KB too) and
-/// prefers the largest shared-memory carveout of the SM. Errors name `kernel`.
-void reserve_dynamic_shared(void* function, int bytes, const char* kernel);
+/// Lets `function` take `bytes` of dynamic shared memory per block (above the default 48 KB too) and asks
+/// for `carveout` percent of the SM's L1/shared array as shared memory (-1: the driver's choice). Errors
+/// name `kernel`.
+void reserve_dynamic_shared(void* function, int bytes, int carveout, const char* kernel);
 
 /// The raw cuLaunchKernel entry point, for benchmarks that compare against a launch with no wrapper.
 using RawLaunch = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,

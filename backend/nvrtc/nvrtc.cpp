@@ -1,3 +1,5 @@
+// NVRTC (see nvrtc.hpp): CUDA C++ source to CUBIN or PTX with the options tilefuse compiles with, the log
+// and numbered source on failure, and the ptxas -v report parsed into registers, spills and stack.
 #include "backend/nvrtc/nvrtc.hpp"
 
 #include <nvrtc.h>

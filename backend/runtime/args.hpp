@@ -45,6 +45,48 @@ struct Arg {
   std::int32_t i32 = 0;              ///< value of an i32 scalar
   std::int64_t i64 = 0;              ///< value of an i64 scalar
   float f32 = 0;                     ///< value of an f32 scalar
+
+  /// `count` elements of `dtype` at device address `address`.
+  static Arg device_memory_of(ir::DType dtype, std::uint64_t address, std::size_t count) {
+    Arg a;
+    a.kind = Kind::device_memory;
+    a.dtype = dtype;
+    a.device = address;
+    a.count = count;
+    return a;
+  }
+  /// `count` elements of `dtype` at host address `data` (for the interpreter).
+  static Arg host_memory_of(ir::DType dtype, void* data, std::size_t count) {
+    Arg a;
+    a.kind = Kind::host_memory;
+    a.dtype = dtype;
+    a.host = data;
+    a.count = count;
+    return a;
+  }
+  /// An i32 scalar.
+  static Arg of_i32(std::int32_t v) {
+    Arg a;
+    a.kind = Kind::i32;
+    a.i32 = v;
+    return a;
+  }
+  /// An i64 scalar.
+  static Arg of_i64(std::int64_t v) {
+    Arg a;
+    a.kind = Kind::i64;
+    a.dtype = ir::DType::i64;
+    a.i64 = v;
+    return a;
+  }
+  /// An f32 scalar.
+  static Arg of_f32(float v) {
+    Arg a;
+    a.kind = Kind::f32;
+    a.dtype = ir::DType::f32;
+    a.f32 = v;
+    return a;
+  }
 };
 
 }  // namespace tilefuse

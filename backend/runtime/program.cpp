@@ -1,14 +1,15 @@
+// Program (see program.hpp): the optimized IR, the argument checks every launch makes, the interpreter
+// path over host memory, and the GPU path: specialize, generate, compile through the cache, load, launch.
 #include "backend/runtime/program.hpp"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
 
 #include "backend/cache/cache.hpp"
 #include "backend/codegen/cuda.hpp"
 #include "backend/driver/driver.hpp"
 #include "backend/interp/interp.hpp"
+#include "backend/knobs/knobs.hpp"
 #include "backend/nvrtc/nvrtc.hpp"
 #include "backend/passes/analysis/analysis.hpp"
 #include "backend/passes/passes.hpp"
@@ -16,11 +17,6 @@
 namespace tilefuse {
 
 namespace {
-
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::strcmp(v, "0") != 0;
-}
 
 // Largest power of two up to 16 dividing v (16 for 0).
 int pow2_up_to_16(std::uint64_t v) {
@@ -54,10 +50,7 @@ std::string kind_name(Arg::Kind k) {
 
 }  // namespace
 
-bool interpret_by_default() {
-  static const bool on = env_flag("TILEFUSE_INTERPRET");
-  return on;
-}
+bool interpret_by_default() { return knobs::interpret(); }
 
 Backend resolve_backend(Backend requested) {
   if (requested != Backend::automatic) return requested;
@@ -80,7 +73,7 @@ struct Program::Gpu {
 
 Program::Program(ir::Function traced, KernelOptions options) : options_(std::move(options)), gpu_(std::make_unique<Gpu>()) {
   passes::DumpHook dump;
-  if (env_flag("TILEFUSE_DUMP_IR"))
+  if (knobs::dump_ir())
     dump = [](const std::string& pass, const ir::Function& f) {
       std::cerr << "// tilefuse IR after " << pass << "\n" << ir::print(f);
     };
@@ -91,6 +84,9 @@ Program::Program(ir::Function traced, KernelOptions options) : options_(std::mov
   if (options_.cluster_size < 1 || options_.cluster_size > 8)
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': cluster_size must be from 1 to 8, got " +
                                 std::to_string(options_.cluster_size));
+  if (options_.shared_carveout < -1 || options_.shared_carveout > 100)
+    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': shared_carveout must be from -1 to 100 (percent), got " +
+                                std::to_string(options_.shared_carveout));
   if (options_.min_programs_per_sm < 0 || options_.min_programs_per_sm > 2048)
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': min_programs_per_sm must be from 0 to 2048, got " +
                                 std::to_string(options_.min_programs_per_sm));
@@ -243,7 +239,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
             throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': its stages take " + std::to_string(shared) +
                                         " bytes of shared memory per thread block, more than the " + std::to_string(limit) +
                                         " bytes " + driver::device().name + " allows; use smaller stages");
-          driver::reserve_dynamic_shared(e->function, static_cast<int>(shared), fn_.name.c_str());
+          driver::reserve_dynamic_shared(e->function, static_cast<int>(shared), options_.shared_carveout, fn_.name.c_str());
           e->shared_bytes = static_cast<unsigned>(shared);
         }
         entry = e.get();

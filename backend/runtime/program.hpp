@@ -24,6 +24,10 @@ struct KernelOptions {
   /// Programs along axis 0 that run together as one thread-block cluster and share tl::cluster_max and
   /// tl::cluster_sum (1 to 8; 1: no clusters). The grid's axis 0 must be a multiple of it.
   int cluster_size = 1;
+  /// For kernels with stages: the percentage of the SM's L1/shared array asked for as shared memory
+  /// (0 to 100; -1 leaves it to the driver). The default, all of it, lets stages decide how many programs
+  /// fit on an SM.
+  int shared_carveout = 100;
 };
 
 /// What is known about each argument at compile time: the power of two that divides an integer argument

@@ -4,10 +4,11 @@
 
 #include <random>
 
-#include "kernels/epilogue.hpp"
-#include "kernels/layernorm.hpp"
+#include "backend/driver/driver.hpp"
+#include "kernels/epilogue/epilogue.hpp"
+#include "kernels/layernorm/layernorm.hpp"
 #include "kernels/reference.hpp"
-#include "kernels/softmax.hpp"
+#include "kernels/softmax/softmax.hpp"
 #include "tests/common/op_kernels.hpp"
 
 namespace {

@@ -131,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
   float v13[16];
 #pragma unroll
   for (int e = 0; e < 16; ++e) v13[e] = v12;
-  // %14 = load %11, %7, %13 : f32[1024]   [softmax.hpp:22]
+  // %14 = load %11, %7, %13 : f32[1024]   [programs.hpp:21]
   float v14[16];
 #pragma unroll
   for (int e0 = 0; e0 < 16; e0 += 4) {
@@ -145,7 +145,7 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
       for (int e = e0; e < e0 + 4; ++e) v14[e] = v13[e];
     }
   }
-  // %15 = max %14 : f32   [softmax.hpp:23]
+  // %15 = max %14 : f32   [programs.hpp:22]
   float v15;
   {
     float acc = __int_as_float(0xff800000);
@@ -173,7 +173,7 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
   float v18[16];
 #pragma unroll
   for (int e = 0; e < 16; ++e) v18[e] = tf_exp(v17[e]);
-  // %19 = sum %18 : f32   [softmax.hpp:25]
+  // %19 = sum %18 : f32   [programs.hpp:24]
   float v19;
   {
     float acc = 0.0f;
@@ -211,7 +211,7 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
   float* v26[16];
 #pragma unroll
   for (int e = 0; e < 16; ++e) v26[e] = v25[e] + v5[e];
-  // store %26, %23, %7   [softmax.hpp:25]
+  // store %26, %23, %7   [programs.hpp:24]
 #pragma unroll
   for (int e0 = 0; e0 < 16; e0 += 4) {
     if (v7[e0]) {

@@ -6,8 +6,10 @@
 #include <sstream>
 
 #include "backend/codegen/cuda.hpp"
+#include "backend/knobs/knobs.hpp"
 #include "backend/passes/analysis/analysis.hpp"
-#include "kernels/softmax.hpp"
+#include "dsl/tl.hpp"
+#include "tests/common/programs.hpp"
 #include "tests/common/text.hpp"
 
 using namespace tilefuse;
@@ -16,7 +18,7 @@ namespace {
 
 void expect_golden(const std::string& name, const std::string& text) {
   const std::string path = std::string(TILEFUSE_GOLDEN_DIR) + "/" + name;
-  if (const char* u = std::getenv("TILEFUSE_UPDATE_GOLDENS"); u && std::string(u) == "1") {
+  if (knobs::update_goldens()) {
     std::ofstream(path) << text;
     GTEST_SKIP() << "rewrote " << path;
   }
@@ -32,39 +34,39 @@ void expect_golden(const std::string& name, const std::string& text) {
 using test::occurrences;
 
 TEST(Codegen, SoftmaxIrGolden) {
-  expect_golden("softmax_f32_1024.ir", ir::print(kernels::softmax_kernel<tl::f32, 1024>().program().ir()));
+  expect_golden("softmax_f32_1024.ir", ir::print(test::softmax_program(ir::DType::f32, 1024).ir()));
 }
 
 TEST(Codegen, SoftmaxCudaGolden) {
-  auto& p = kernels::softmax_kernel<tl::f32, 1024>().program();
+  const auto& p = test::softmax_program(ir::DType::f32, 1024);
   expect_golden("softmax_f32_1024.cu", p.cuda_source(p.default_specialization()));
 }
 
 TEST(Codegen, Bf16SoftmaxCudaGolden) {
-  auto& p = kernels::softmax_kernel<tl::bf16, 128>().program();
+  const auto& p = test::softmax_program(ir::DType::bf16, 128);
   expect_golden("softmax_bf16_128.cu", p.cuda_source(Specialization{{16, 16, 2, 2}}));
 }
 
 TEST(Codegen, Deterministic) {
-  auto& p = kernels::softmax_kernel<tl::f16, 4096>().program();
+  const auto& p = test::softmax_program(ir::DType::f16, 4096);
   EXPECT_EQ(p.cuda_source(p.default_specialization()), p.cuda_source(p.default_specialization()));
 }
 
 TEST(Codegen, OneCommentPerStatement) {
-  auto& p = kernels::softmax_kernel<tl::f32, 1024>().program();
+  const auto& p = test::softmax_program(ir::DType::f32, 1024);
   const std::string src = p.cuda_source(p.default_specialization());
   for (const auto& in : p.ir().body) EXPECT_NE(src.find("// " + ir::print(p.ir(), in)), std::string::npos);
 }
 
 TEST(Codegen, AlignedRowsUseSixteenByteAccesses) {
-  auto& p = kernels::softmax_kernel<tl::f32, 4096>().program();
+  const auto& p = test::softmax_program(ir::DType::f32, 4096);
   const std::string src = p.cuda_source(Specialization{{16, 16, 4, 4}});  // stride % 4 == 0
   EXPECT_EQ(occurrences(src, "tf_load_vec<float, 4>("), 1u);
   EXPECT_EQ(occurrences(src, "tf_store_vec<float, 4>("), 1u);
 }
 
 TEST(Codegen, HalfRowsUseEightElementAccesses) {
-  auto& p = kernels::softmax_kernel<tl::f16, 4096>().program();
+  const auto& p = test::softmax_program(ir::DType::f16, 4096);
   const std::string src = p.cuda_source(Specialization{{16, 16, 8, 8}});
   // Loads move eight halves as four words, each widened in place (no 16-bit extraction per element).
   EXPECT_EQ(occurrences(src, "tf_load_vec<unsigned, 4>("), 1u);
@@ -77,7 +79,7 @@ TEST(Codegen, HalfRowsUseEightElementAccesses) {
 }
 
 TEST(Codegen, UnalignedRowsFallBackToNarrowerAccesses) {
-  auto& p = kernels::softmax_kernel<tl::f32, 4096>().program();
+  const auto& p = test::softmax_program(ir::DType::f32, 4096);
   // stride divisible by 2 only: 8-byte rows, so runs of 2 floats.
   EXPECT_EQ(occurrences(p.cuda_source(Specialization{{16, 16, 2, 2}}), "tf_load_vec<float, 2>("), 1u);
   // odd stride: element by element.
@@ -86,13 +88,13 @@ TEST(Codegen, UnalignedRowsFallBackToNarrowerAccesses) {
 }
 
 TEST(Codegen, SmallTilesMaskIdleThreads) {
-  auto& p = kernels::softmax_kernel<tl::f32, 8>().program();
+  const auto& p = test::softmax_program(ir::DType::f32, 8);
   const std::string src = p.cuda_source(p.default_specialization());
   EXPECT_NE(src.find("const bool live8 = tid < 8;"), std::string::npos) << src;
 }
 
 TEST(Codegen, RejectsBadWarpCounts) {
-  auto& p = kernels::softmax_kernel<tl::f32, 64>().program();
+  const auto& p = test::softmax_program(ir::DType::f32, 64);
   const auto analysis = passes::analyze(p.ir(), 96, {16, 16, 16, 16});
   EXPECT_THROW(codegen::cuda_source(p.ir(), analysis, codegen::Options{3}), std::invalid_argument);
 }

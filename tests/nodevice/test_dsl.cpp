@@ -5,7 +5,7 @@
 
 #include "backend/ir/ops.hpp"
 #include "dsl/tl.hpp"
-#include "kernels/softmax.hpp"
+#include "tests/common/programs.hpp"
 
 namespace tl = tilefuse::tl;
 using namespace tilefuse;
@@ -68,8 +68,7 @@ TEST(Dsl, PointerArithmeticTypes) {
 }
 
 TEST(Dsl, SoftmaxTracesToTheExpectedIr) {
-  auto& k = kernels::softmax_kernel<tl::f32, 1024>();
-  const ir::Function& fn = k.program().ir();
+  const ir::Function& fn = test::softmax_program(ir::DType::f32, 1024).ir();
   EXPECT_EQ(fn.name, "softmax_1024");
   ASSERT_EQ(fn.params.size(), 4u);
   EXPECT_EQ(fn.params[0].name, "in");
@@ -96,7 +95,7 @@ TEST(Dsl, SoftmaxTracesToTheExpectedIr) {
 }
 
 TEST(Dsl, HalfSoftmaxComputesInF32) {
-  const ir::Function& fn = kernels::softmax_kernel<tl::bf16, 256>().program().ir();
+  const ir::Function& fn = test::softmax_program(ir::DType::bf16, 256).ir();
   EXPECT_EQ(count(fn, ir::Op::cast), 2);  // load result up to f32, result down to bf16
   for (const auto& in : fn.body) {
     if (in.op == ir::Op::exp) {
@@ -115,10 +114,10 @@ TEST(Dsl, BadProgramIdAxisThrows) {
 }
 
 TEST(Dsl, SourceLocationsReachTheIr) {
-  const ir::Function& fn = kernels::softmax_kernel<tl::f32, 64>().program().ir();
+  const ir::Function& fn = test::softmax_program(ir::DType::f32, 64).ir();
   for (const auto& in : fn.body) {
     if (in.op == ir::Op::load || in.op == ir::Op::store || ir::is_reduction(in.op)) {
-      EXPECT_NE(in.where.find("softmax.hpp:"), std::string::npos) << ir::print(fn, in);
+      EXPECT_NE(in.where.find("programs.hpp:"), std::string::npos) << ir::print(fn, in);
     }
   }
 }

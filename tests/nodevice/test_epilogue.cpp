@@ -6,7 +6,8 @@
 #include <random>
 
 #include "backend/numerics/philox.hpp"
-#include "kernels/epilogue.hpp"
+#include "kernels/epilogue/epilogue.hpp"
+#include "kernels/reference.hpp"
 
 using namespace tilefuse;
 
@@ -91,9 +92,12 @@ TEST(Epilogue, BadProbabilityIsAClearError) {
 }
 
 TEST(Epilogue, CompilesWithoutSpills) {
-  for (Program* p : {&kernels::row_kernel<&kernels::epilogue_program<tl::f32, 4096>, 4096>("epilogue", {}).program(),
-                     &kernels::row_kernel<&kernels::epilogue_program<tl::bf16, 16384>, 16384>("epilogue", {}).program(),
-                     &kernels::row_kernel<&kernels::dropout_program<tl::f16, 1024>, 1024>("dropout", {}).program()}) {
+  const kernels::RowOptions interpreter{Backend::interpreter};
+  const auto unfused = kernels::epilogue_programs(ir::DType::f16, 1024, false, interpreter);
+  ASSERT_EQ(unfused.size(), 4u);
+  EXPECT_EQ(unfused[2]->name(), "dropout_1024");
+  for (const Program* p : {kernels::epilogue_programs(ir::DType::f32, 4096, true, interpreter).at(0),
+                           kernels::epilogue_programs(ir::DType::bf16, 16384, true, interpreter).at(0), unfused[2]}) {
     const auto info = p->compile(p->default_specialization(), "sm_90");
     EXPECT_EQ(info.spill_bytes, 0) << p->name() << "\n" << info.ptxas_log;
     EXPECT_NE(info.source.find("tf_rand("), std::string::npos);

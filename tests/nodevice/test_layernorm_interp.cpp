@@ -5,8 +5,9 @@
 
 #include <random>
 
-#include "kernels/layernorm.hpp"
+#include "kernels/layernorm/wide_programs.hpp"
 #include "kernels/reference.hpp"
+#include "tests/common/programs.hpp"
 #include "tests/common/text.hpp"
 
 using namespace tilefuse;
@@ -133,16 +134,13 @@ TEST(LayerNormInterp, WideRowsAndSmallBuffersAreClearErrors) {
 }
 
 namespace {
-template <class T>
-void compile_all_norms() {
+void compile_all_norms(ir::DType dtype) {
   for (std::int64_t block = 1; block <= kernels::kNormMaxCols; block *= 2) {
-    kernels::with_block<kernels::kNormMaxCols>(block, [&]<int B>() {
-      for (Program* p : {&kernels::layernorm_kernel<T, B>().program(), &kernels::rmsnorm_kernel<T, B>().program()}) {
-        const auto info = p->compile(p->default_specialization(), "sm_90");
-        EXPECT_EQ(info.spill_bytes, 0) << p->name() << "\n" << info.ptxas_log;
-        EXPECT_EQ(info.stack_bytes, 0) << p->name() << "\n" << info.ptxas_log;
-      }
-    });
+    for (const Program* p : {&test::layernorm_program(dtype, block), kernels::rmsnorm_programs(dtype, block, test::kInterpreter).at(0)}) {
+      const auto info = p->compile(p->default_specialization(), "sm_90");
+      EXPECT_EQ(info.spill_bytes, 0) << p->name() << "\n" << info.ptxas_log;
+      EXPECT_EQ(info.stack_bytes, 0) << p->name() << "\n" << info.ptxas_log;
+    }
   }
 }
 }  // namespace
@@ -150,8 +148,8 @@ void compile_all_norms() {
 TEST(NormNvrtc, RaggedRowsKeepOnePredicatePerRun) {
   // bf16 rows of 12288 in a 16384 tile (the bench's 4096x12288): with one predicate per 8-element run the
   // kernel fits two 512-thread programs per SM (64 registers); with one mask register per element it took
-  // 108 and ran 172 us instead of 81 on the H200. A register count above 64 is that regression.
-  auto& p = kernels::layernorm_kernel<tl::bf16, 16384>().program();
+  // 108 and ran at half the speed (bench/NOTES.md). A register count above 64 is that regression.
+  const auto& p = test::layernorm_program(ir::DType::bf16, 16384);
   // x, w, b, y, mean, rstd (16-byte aligned), stride, n and tail = 12288, eps
   const int d = integer_divisibility(12288);
   const auto info = p.compile(Specialization{{16, 16, 16, 16, 16, 16, d, d, d, 1}}, "sm_90");
@@ -162,17 +160,10 @@ TEST(NormNvrtc, RaggedRowsKeepOnePredicatePerRun) {
 TEST(NormNvrtc, RowsOfThreeQuarterTilesTakeThreeWholePieces) {
   // layernorm() holds a 12288-column row as 3 x 4096 (a 16384 tile would mask a quarter of every thread's
   // elements): with n a multiple of 4096 the last piece is whole too, and no mask or select is left.
-  int pieces = 0, piece = 0;
-  kernels::with_pieces<kernels::kNormMaxCols>(12288, [&]<int P, int K>() { piece = P, pieces = K; });
-  EXPECT_EQ(piece, 4096);
-  EXPECT_EQ(pieces, 3);
-  kernels::with_pieces<kernels::kNormMaxCols>(16384, [&]<int P, int K>() { piece = P, pieces = K; });
-  EXPECT_EQ(piece, 16384);
-  EXPECT_EQ(pieces, 1);
-  kernels::with_pieces<kernels::kNormMaxCols>(700, [&]<int P, int K>() { piece = P, pieces = K; });
-  EXPECT_EQ(piece, 256);
-  EXPECT_EQ(pieces, 3);
-  auto& p = kernels::layernorm_kernel<tl::bf16, 4096, 3>().program();
+  EXPECT_EQ(test::layernorm_program(ir::DType::bf16, 12288).name(), "layernorm_4096x3");
+  EXPECT_EQ(test::layernorm_program(ir::DType::bf16, 16384).name(), "layernorm_16384");
+  EXPECT_EQ(test::layernorm_program(ir::DType::f32, 700).name(), "layernorm_256x3");
+  const auto& p = test::layernorm_program(ir::DType::bf16, 12288);
   const int d = integer_divisibility(12288);
   const Specialization spec{{16, 16, 16, 16, 16, 16, d, d, integer_divisibility(4096), 1}};
   const std::string src = p.cuda_source(spec);
@@ -189,16 +180,15 @@ TEST(NormNvrtc, RowsOfThreeQuarterTilesTakeThreeWholePieces) {
 // A row of one piece launches as every other row kernel does (a 64-column f32 row: one packed warp of 16
 // per thread, as the softmax has); three pieces of 256 f32 take two warps of 4 per piece.
 TEST(NormNvrtc, OnePieceRowsLaunchAsRowKernelsDo) {
-  auto warps = [](auto& kernel) { return kernel.program().num_warps(); };
-  EXPECT_EQ(warps(kernels::layernorm_kernel<tl::f32, 64>()), warps(kernels::softmax_kernel<tl::f32, 64>()));
-  EXPECT_EQ(warps(kernels::layernorm_kernel<tl::f32, 64>()), 1);
-  EXPECT_EQ(warps(kernels::layernorm_kernel<tl::bf16, 8192>()), 8);
-  EXPECT_EQ((warps(kernels::layernorm_kernel<tl::f32, 256, 3>())), 2);
+  EXPECT_EQ(test::layernorm_program(ir::DType::f32, 64).num_warps(), test::softmax_program(ir::DType::f32, 64).num_warps());
+  EXPECT_EQ(test::layernorm_program(ir::DType::f32, 64).num_warps(), 1);
+  EXPECT_EQ(test::layernorm_program(ir::DType::bf16, 8192).num_warps(), 8);
+  EXPECT_EQ(test::layernorm_program(ir::DType::f32, 768).num_warps(), 2);
 }
 
-TEST(NormNvrtc, CompileWithoutSpillsF32) { compile_all_norms<tl::f32>(); }
-TEST(NormNvrtc, CompileWithoutSpillsF16) { compile_all_norms<tl::f16>(); }
-TEST(NormNvrtc, CompileWithoutSpillsBf16) { compile_all_norms<tl::bf16>(); }
+TEST(NormNvrtc, CompileWithoutSpillsF32) { compile_all_norms(ir::DType::f32); }
+TEST(NormNvrtc, CompileWithoutSpillsF16) { compile_all_norms(ir::DType::f16); }
+TEST(NormNvrtc, CompileWithoutSpillsBf16) { compile_all_norms(ir::DType::bf16); }
 
 TEST(LayerNormInterp, LoopedAnyWidth) {
   for (std::int64_t cols : {1, 7, 4096, 5000, 20000}) check_layernorm<float>(3, cols, 0.f, 1.f, Variant::looped);

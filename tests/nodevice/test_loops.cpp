@@ -9,7 +9,9 @@
 #include "backend/codegen/cuda.hpp"
 #include "backend/nvrtc/nvrtc.hpp"
 #include "kernels/reference.hpp"
-#include "kernels/softmax.hpp"
+#include "kernels/softmax/programs.hpp"
+#include "kernels/softmax/softmax.hpp"
+#include "tests/common/programs.hpp"
 #include "tests/common/text.hpp"
 
 using namespace tilefuse;
@@ -117,7 +119,8 @@ TEST(Loops, GeneratedCodeCompilesWithoutSpills) {
   EXPECT_NE(src.find("for (int v"), std::string::npos) << src;
   const auto c = nvrtc::compile(src, codegen::kernel_symbol(k.program().ir()), nvrtc::options_for("sm_90"));
   EXPECT_EQ(c.spill_stores + c.spill_loads, 0) << c.log;
-  for (auto* p : {&kernels::softmax_looped_kernel<tl::f32>().program(), &kernels::softmax_looped_kernel<tl::bf16>().program()}) {
+  for (auto dtype : {ir::DType::f32, ir::DType::bf16}) {
+    const Program* p = kernels::softmax_programs(kernels::RowVariant::looped, dtype, 20000, test::kInterpreter).at(0);
     const auto info = p->compile(p->default_specialization(), "sm_90");
     EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
     EXPECT_EQ(info.stack_bytes, 0) << info.ptxas_log;
@@ -236,12 +239,13 @@ TEST(Loops, LoopedSoftmaxTakesMinusInfinityInputs) {
 }
 
 TEST(Loops, LoopedSoftmaxProgramsStrideOverTheRows) {
-  // Fewer programs than rows (what TILEFUSE_LOOPED_PROGRAMS_PER_SM asks for on the GPU): program p takes
+  // Fewer programs than rows (what Tuning::looped_programs_per_sm asks for on the GPU): program p takes
   // rows p, p + 2, p + 4, ...
   const std::int64_t rows = 5, cols = 5000;
   auto x = reference::random_vector<float>(rows * cols, 77, 0.f, 3.f);
   std::vector<float> y(x.size(), std::nanf(""));
-  kernels::softmax_looped_kernel<tl::f32>().launch({{2}, Backend::interpreter}, x, y, cols, cols, rows);
+  Kernel<&kernels::softmax_looped_program<tl::f32, 4096>> looped("softmax_looped", {.num_warps = 8});
+  looped.launch({{2}, Backend::interpreter}, x, y, cols, cols, rows);
   EXPECT_LE(reference::relative_error<float>(y, reference::softmax<float>(x, rows, cols)), reference::tolerance<float>());
 }
 
@@ -281,12 +285,11 @@ TEST(Loops, SplitRowSoftmaxRejectsBadSplits) {
 }
 
 TEST(Loops, SplitRowKernelsCompileWithoutSpills) {
-  std::vector<float> x(8192), y(8192);
-  kernels::SplitScratch<std::vector<float>> scratch{std::vector<float>(4), std::vector<float>(4)};
-  kernels::softmax_split(x, y, scratch, 1, 8192, 4, {Backend::interpreter});  // makes the kernels
-  Kernel<&kernels::softmax_partials_program<tl::bf16, 4096>> partials("softmax_partials", {.num_warps = 8});
-  Kernel<&kernels::softmax_combine_program<tl::bf16, 4096, 1024>> combine("softmax_combine", {.num_warps = 8});
-  for (Program* p : {&partials.program(), &combine.program()}) {
+  // The partials kernel and the combine kernel at its widest (1024 splits).
+  const auto programs = kernels::softmax_programs(kernels::RowVariant::split, ir::DType::bf16, 1 << 22, test::kInterpreter, 1024);
+  ASSERT_EQ(programs.size(), 2u);
+  EXPECT_EQ(programs[1]->name(), "softmax_combine_1024");
+  for (const Program* p : programs) {
     const auto info = p->compile(p->default_specialization(), "sm_90");
     EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
     EXPECT_EQ(info.stack_bytes, 0) << info.ptxas_log;
@@ -368,15 +371,15 @@ TEST(Cluster, GeneratedCodeUsesClusterBarriersAndDistributedSharedMemory) {
   // sm_90 compiles it (the PTX of mapa, ld.shared::cluster and barrier.cluster is accepted), no spills.
   const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
   EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
-  std::vector<float> x(16385), y(16385);
-  kernels::softmax_cluster(x, y, 1, 16385, {Backend::interpreter});  // makes the kernel
   // f32 fits in its register budget; bf16 at three 512-thread programs per SM (40 registers) spills a few
   // bytes, which measured faster than 54 registers at two programs per SM. Anything more is a regression.
-  const auto f32 = kernels::softmax_cluster_kernel<tl::f32, 16384>(2).program().compile(
-      kernels::softmax_cluster_kernel<tl::f32, 16384>(2).program().default_specialization(), "sm_90");
+  const Program& single = *kernels::softmax_programs(kernels::RowVariant::cluster, ir::DType::f32, 20000, test::kInterpreter).at(0);
+  EXPECT_EQ(single.name(), "softmax_cluster2_16384");
+  const auto f32 = single.compile(single.default_specialization(), "sm_90");
   EXPECT_EQ(f32.spill_bytes, 0) << f32.ptxas_log;
   EXPECT_EQ(f32.stack_bytes, 0) << f32.ptxas_log;
-  auto& half = kernels::softmax_cluster_kernel<tl::bf16, 16384>(8).program();
+  const Program& half = *kernels::softmax_programs(kernels::RowVariant::cluster, ir::DType::bf16, 131072, test::kInterpreter).at(0);
+  EXPECT_EQ(half.name(), "softmax_cluster8_16384");
   const auto bf16 = half.compile(half.default_specialization(), "sm_90");
   EXPECT_LE(bf16.registers, 40) << bf16.ptxas_log;
   EXPECT_LE(bf16.spill_bytes, 32) << bf16.ptxas_log;

@@ -5,43 +5,38 @@
 #include "backend/cache/cache.hpp"
 #include "backend/codegen/cuda.hpp"
 #include "backend/nvrtc/nvrtc.hpp"
-#include "kernels/softmax.hpp"
+#include "dsl/tl.hpp"
 #include "tests/common/op_kernels.hpp"
+#include "tests/common/programs.hpp"
 #include "tests/common/text.hpp"
 
 using namespace tilefuse;
 
 namespace {
 
-void expect_clean(Program& p) {
+void expect_clean(const Program& p) {
   const auto info = p.compile(p.default_specialization(), "sm_90");
   EXPECT_GT(info.registers, 0) << p.name() << "\n" << info.ptxas_log;
   EXPECT_EQ(info.spill_bytes, 0) << p.name() << " spills:\n" << info.ptxas_log;
   EXPECT_EQ(info.stack_bytes, 0) << p.name() << " uses a stack frame:\n" << info.ptxas_log;
 }
 
-template <class T>
-void compile_all_softmax() {
+// The fused softmax and its five unfused kernels at every row tile.
+void compile_all_softmax(ir::DType dtype) {
   for (std::int64_t block = 1; block <= kernels::kSoftmaxMaxCols; block *= 2) {
-    kernels::with_block<kernels::kSoftmaxMaxCols>(block, [&]<int B>() {
-      expect_clean(kernels::softmax_kernel<T, B>().program());
-      expect_clean(kernels::row_max_kernel<T, B>().program());
-      expect_clean(kernels::subtract_row_kernel<T, B>().program());
-      expect_clean(kernels::exp_kernel<T, B>().program());
-      expect_clean(kernels::row_sum_kernel<T, B>().program());
-      expect_clean(kernels::divide_row_kernel<T, B>().program());
-    });
+    expect_clean(test::softmax_program(dtype, block));
+    for (const Program* p : kernels::softmax_unfused_programs(dtype, block, test::kInterpreter)) expect_clean(*p);
   }
 }
 
 }  // namespace
 
-TEST(Nvrtc, EverySoftmaxKernelCompilesWithoutSpillsF32) { compile_all_softmax<tl::f32>(); }
-TEST(Nvrtc, EverySoftmaxKernelCompilesWithoutSpillsF16) { compile_all_softmax<tl::f16>(); }
-TEST(Nvrtc, EverySoftmaxKernelCompilesWithoutSpillsBf16) { compile_all_softmax<tl::bf16>(); }
+TEST(Nvrtc, EverySoftmaxKernelCompilesWithoutSpillsF32) { compile_all_softmax(ir::DType::f32); }
+TEST(Nvrtc, EverySoftmaxKernelCompilesWithoutSpillsF16) { compile_all_softmax(ir::DType::f16); }
+TEST(Nvrtc, EverySoftmaxKernelCompilesWithoutSpillsBf16) { compile_all_softmax(ir::DType::bf16); }
 
 TEST(Nvrtc, PackedProgramsCompile) {
-  auto& p = kernels::softmax_kernel<tl::f32, 128>().program();
+  const auto& p = test::softmax_program(ir::DType::f32, 128);
   ASSERT_EQ(p.num_warps(), 1);
   auto spec = p.default_specialization();
   spec.programs_per_block = 8;
@@ -95,7 +90,7 @@ TEST(Nvrtc, ParsesResourceReport) {
 }
 
 TEST(Nvrtc, PtxUsesVectorLoadsForAlignedRows) {
-  auto& p = kernels::softmax_kernel<tl::f32, 4096>().program();
+  const auto& p = test::softmax_program(ir::DType::f32, 4096);
   const std::string ptx = nvrtc::ptx(p.cuda_source(p.default_specialization()), codegen::kernel_symbol(p.ir()), "sm_90");
   const bool vector_load = ptx.find("ld.global.v4") != std::string::npos || ptx.find("ld.global.v2.u64") != std::string::npos ||
                            ptx.find("ld.global.v2.b64") != std::string::npos;

@@ -4,6 +4,9 @@
 
 #include <fstream>
 #include <sstream>
+#include <vector>
+
+#include "backend/knobs/knobs.hpp"
 
 namespace {
 
@@ -41,4 +44,33 @@ TEST(Readme, CommandsMatchCi) {
   const std::string test_command = "bash .ci/setup && cmake -S . -B build && cmake --build build -j --target check";
   EXPECT_NE(readme.find(test_command), std::string::npos);
   EXPECT_NE(ci.find(test_command), std::string::npos);
+}
+
+TEST(Readme, EnvironmentTableIsTheKnobsTable) {
+  // Every environment variable tilefuse reads is in backend/knobs; the README lists exactly those, in order,
+  // as | `NAME` | values | effect |.
+  const std::string readme = read(std::string(TILEFUSE_SOURCE_DIR) + "/README.md");
+  const auto start = readme.find("\n## Environment");
+  ASSERT_NE(start, std::string::npos);
+  const std::string section = readme.substr(start, readme.find("\n## ", start + 1) - start);
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(section);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    std::vector<std::string> cells;
+    for (std::size_t at = 2; at < line.size();) {
+      const auto bar = line.find(" |", at);
+      cells.push_back(line.substr(at, bar - at));
+      at = bar + 3;
+    }
+    rows.push_back(cells);
+  }
+  const auto knobs = tilefuse::knobs::table();
+  ASSERT_EQ(rows.size(), knobs.size()) << section;
+  for (std::size_t i = 0; i < knobs.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), 3u) << section;
+    EXPECT_EQ(rows[i][0], std::string("`") + knobs[i].name + "`");
+    EXPECT_EQ(rows[i][1], knobs[i].values) << knobs[i].name;
+    EXPECT_EQ(rows[i][2], knobs[i].effect) << knobs[i].name;
+  }
 }

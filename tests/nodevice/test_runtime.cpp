@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "backend/driver/driver.hpp"
-#include "kernels/softmax.hpp"
+#include "dsl/tl.hpp"
+#include "kernels/softmax/softmax.hpp"
 
 using namespace tilefuse;
 

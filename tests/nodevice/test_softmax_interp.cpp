@@ -5,7 +5,7 @@
 #include <random>
 
 #include "kernels/reference.hpp"
-#include "kernels/softmax.hpp"
+#include "kernels/softmax/softmax.hpp"
 
 using namespace tilefuse;
 

@@ -7,10 +7,9 @@
 #include <cmath>
 #include <random>
 
-#include "kernels/layernorm.hpp"
 #include "kernels/reference.hpp"
-#include "kernels/softmax.hpp"
 #include "tests/common/op_kernels.hpp"
+#include "tests/common/programs.hpp"
 #include "tests/common/text.hpp"
 
 using namespace tilefuse;
@@ -82,9 +81,8 @@ TEST(Stage, BarriersOnlyWhereThreadsShareElements) {
   // The staged LayerNorm moves 2048-column tiles at multiples of 2048: every thread reads back only what it
   // copied, so its only barriers are its two block reductions, and it waits for the copies once, before
   // the first pass over the stage.
-  using LN = Kernel<&kernels::layernorm_staged_program<tl::bf16, 12288, kernels::kStagePiece>>;
-  LN ln("layernorm_staged", kernels::staged_kernel_options(12288 * 2, {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"}));
-  const std::string lsrc = ln.program().cuda_source(ln.program().default_specialization());
+  const Program& ln = *kernels::layernorm_programs(kernels::RowVariant::staged, ir::DType::bf16, 12288, test::kInterpreter).at(0);
+  const std::string lsrc = ln.cuda_source(ln.default_specialization());
   EXPECT_NE(lsrc.find("each thread reads back only what it wrote (no barriers)"), std::string::npos) << lsrc;
   EXPECT_EQ(test::occurrences(lsrc, "__syncthreads();"), 2u) << lsrc;
   EXPECT_EQ(test::occurrences(lsrc, "  tf_copy_wait();\n"), 1u) << lsrc;
@@ -94,14 +92,14 @@ TEST(Stage, BarriersOnlyWhereThreadsShareElements) {
   // multiple of the 2048-column piece, no piece is ragged (no mask either).
   EXPECT_EQ(test::occurrences(lsrc, "12288u"), 0u) << lsrc;  // no `(unsigned)... < 12288u` test
   const int d = integer_divisibility(12288);
-  const std::string whole = ln.program().cuda_source(Specialization{{16, 16, 16, 16, 16, 16, d, d, 1}});
+  const std::string whole = ln.cuda_source(Specialization{{16, 16, 16, 16, 16, 16, d, d, 1}});
   EXPECT_EQ(test::occurrences(whole.substr(whole.find("__global__")), " ? "), 0u) << whole;
   EXPECT_EQ(test::occurrences(whole, "12288u"), 0u) << whole;
   // sm_90 compiles both; the LayerNorm (4 warps) stays small enough for the 9 programs per SM that 24 KB
   // stages allow (at most 56 registers).
   EXPECT_EQ(k.program().compile(k.program().default_specialization(), "sm_90").spill_bytes, 0);
-  EXPECT_EQ(ln.program().num_warps(), 4);
-  const auto info = ln.program().compile(ln.program().default_specialization(), "sm_90");
+  EXPECT_EQ(ln.num_warps(), 4);
+  const auto info = ln.compile(ln.default_specialization(), "sm_90");
   EXPECT_LE(info.registers, 65536 / (9 * 128)) << info.ptxas_log;
   EXPECT_LE(info.spill_bytes, 32) << info.ptxas_log;
 }

@@ -1,0 +1,62 @@
+// The environment variables (see knobs.hpp): each read once per process, with its range checked; a bad
+// value is an std::invalid_argument that names the variable, the values it takes and what came.
+#include "backend/knobs/knobs.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+namespace tilefuse::knobs {
+
+namespace {
+
+constexpr Knob kTable[] = {
+    {"TILEFUSE_INTERPRET", "0 or 1", "every launch with `Backend::automatic` runs in the CPU interpreter"},
+    {"TILEFUSE_CACHE_DIR", "a directory", "disk cache location (default `$XDG_CACHE_HOME/tilefuse`, else `~/.cache/tilefuse`)"},
+    {"TILEFUSE_DISABLE_DISK_CACHE", "0 or 1", "keep compiled kernels in memory only"},
+    {"TILEFUSE_DUMP_IR", "0 or 1", "print the IR after each pass to stderr"},
+    {"TILEFUSE_UPDATE_GOLDENS", "0 or 1", "the codegen golden tests rewrite tests/goldens instead of comparing"},
+    {"XDG_CACHE_HOME", "a directory", "the default disk cache is `$XDG_CACHE_HOME/tilefuse` when TILEFUSE_CACHE_DIR is unset"},
+    {"HOME", "a directory", "the default disk cache is `~/.cache/tilefuse` when neither of the above is set"},
+};
+
+const char* get(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+// A 0/1 switch: unset or empty is off.
+bool flag(const char* name) {
+  const char* v = get(name);
+  if (!v) return false;
+  const std::string s = v;
+  if (s == "0") return false;
+  if (s == "1") return true;
+  throw std::invalid_argument(std::string("tilefuse: environment variable ") + name + " must be 0 or 1, got '" + s + "'");
+}
+
+}  // namespace
+
+std::span<const Knob> table() { return kTable; }
+
+bool interpret() {
+  static const bool on = flag("TILEFUSE_INTERPRET");
+  return on;
+}
+
+bool dump_ir() {
+  static const bool on = flag("TILEFUSE_DUMP_IR");
+  return on;
+}
+
+bool update_goldens() { return flag("TILEFUSE_UPDATE_GOLDENS"); }
+
+std::optional<std::filesystem::path> cache_dir() {
+  if (flag("TILEFUSE_DISABLE_DISK_CACHE")) return std::nullopt;
+  if (const char* d = get("TILEFUSE_CACHE_DIR")) return std::filesystem::path(d);
+  if (const char* x = get("XDG_CACHE_HOME")) return std::filesystem::path(x) / "tilefuse";
+  if (const char* h = get("HOME")) return std::filesystem::path(h) / ".cache" / "tilefuse";
+  return std::nullopt;
+}
+
+}  // namespace tilefuse::knobs

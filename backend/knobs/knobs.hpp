@@ -1,0 +1,33 @@
+// Every environment variable tilefuse reads, in one place (Triton's knobs module): each is read here, once,
+// with its range checked, and listed in table(), which a test holds equal to the README's Environment
+// table. Tuning choices are not environment variables: they are fields of option structs
+// (KernelOptions, kernels::Tuning) that callers and the bench set.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <span>
+
+namespace tilefuse::knobs {
+
+/// One environment variable: its name, the values it takes, and what it does.
+struct Knob {
+  const char* name;
+  const char* values;
+  const char* effect;
+};
+
+/// Every variable tilefuse reads, in the README's order.
+std::span<const Knob> table();
+
+/// TILEFUSE_INTERPRET: launches with Backend::automatic run in the CPU interpreter.
+bool interpret();
+/// TILEFUSE_DUMP_IR: print the IR after each pass to stderr.
+bool dump_ir();
+/// The disk cache directory: TILEFUSE_CACHE_DIR, else $XDG_CACHE_HOME/tilefuse, else ~/.cache/tilefuse;
+/// none when TILEFUSE_DISABLE_DISK_CACHE=1 (or no home directory is known).
+std::optional<std::filesystem::path> cache_dir();
+/// TILEFUSE_UPDATE_GOLDENS: the codegen golden tests rewrite their files instead of comparing.
+bool update_goldens();
+
+}  // namespace tilefuse::knobs

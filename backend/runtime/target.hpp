@@ -1,0 +1,24 @@
+// What a launch runs on, as kernels that choose among variants need to know it: the GPU's facts (through
+// the driver layer), or a description of the CPU interpreter. Kernels ask here, never the driver.
+#pragma once
+
+#include <string>
+
+#include "backend/runtime/args.hpp"
+
+namespace tilefuse {
+
+/// The machine a launch runs on.
+struct Target {
+  std::string arch;               ///< "sm_90" for the GPU; "interpreter" for the CPU
+  bool gpu = false;               ///< a GPU (else the interpreter)
+  int sm_count = 0;               ///< the GPU's multiprocessors (0 for the interpreter)
+  bool clusters = false;          ///< thread-block clusters run (sm_90 and later; the interpreter runs them too)
+  int max_shared_per_block = 0;   ///< bytes of shared memory one block may opt in to (0: no limit)
+};
+
+/// The target of a launch on `backend` (Backend::automatic resolved as launches resolve it). Throws
+/// driver::DeviceUnavailable for a GPU launch without a GPU.
+Target target(Backend backend);
+
+}  // namespace tilefuse

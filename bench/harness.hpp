@@ -1,0 +1,101 @@
+// The bench harness the family files share: the results table, the run's settings (smoke sizes, tuning
+// knobs from the command line), the copy baseline of every shape, and RowCase, one shape's inputs rotated
+// past the L2 with a poisoned output and a float64 check before anything is timed.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/driver/driver.hpp"
+#include "backend/runtime/buffer.hpp"
+#include "bench/measure.hpp"
+#include "kernels/reference.hpp"
+#include "kernels/rows/options.hpp"
+
+namespace tilefuse::bench {
+
+/// One row of the results table.
+struct Row {
+  std::string kernel, impl, shape, dtype;
+  double us = 0, gbps = 0, x_copy = 0;
+  std::string note;
+};
+
+/// What the whole run shares: its rows, whether it is a smoke run, the tuning knobs every launch gets, and
+/// why GPU rows are skipped (empty with a GPU).
+struct Run {
+  std::vector<Row> rows;
+  bool smoke = false;
+  bool failed = false;  ///< a wrong result makes the run fail, not just skip a row
+  kernels::Tuning tuning;
+  std::string gpu_skip;
+};
+/// The run in progress.
+Run& run();
+
+/// Median copy time of `bytes` read + `bytes` written, measured once per size in this process.
+double copy_time_us(std::size_t bytes, int sets, void* stream, int runs);
+/// Adds the same-bytes copy row for a shape and returns the shape's name ("4096x4096").
+std::string add_copy_row(std::int64_t rows, std::int64_t cols, const char* dtype, double copy_us, double moved);
+/// Adds a kernel row: its time, GB/s over `moved` bytes, and its ratio to the copy of the same shape.
+void add_row(const char* kernel, const std::string& impl, const std::string& shape, const char* dtype, double us, double moved,
+             double copy_us, const std::string& note);
+/// Sets a registered GPU benchmark up as the harness times it: by hand, one iteration (the harness
+/// repeats and takes medians itself), in microseconds.
+void timed(benchmark::internal::Benchmark* b);
+/// "4096x4096/f32": a shape's part of a benchmark name.
+std::string shape_name(std::int64_t rows, std::int64_t cols, const char* dtype);
+
+/// One row-kernel benchmark's inputs: a random rows x cols matrix uploaded to enough buffer sets to
+/// overflow the L2, output sets beside them, and a stream. `ok` is false (and the row skipped) without a GPU.
+template <class H>
+struct RowCase {
+  std::size_t n, bytes;
+  int sets = 0;
+  std::vector<H> host;
+  std::vector<DeviceBuffer<H>> xs, ys;
+  std::unique_ptr<driver::Stream> stream;
+  kernels::RowOptions opt;
+  bool ok = false;
+
+  RowCase(benchmark::State& state, std::int64_t rows, std::int64_t cols) : n(static_cast<std::size_t>(rows * cols)), bytes(n * sizeof(H)) {
+    if (!run().gpu_skip.empty()) {
+      state.SkipWithError(("no GPU: " + run().gpu_skip).c_str());
+      return;
+    }
+    stream = std::make_unique<driver::Stream>();
+    opt = kernels::RowOptions{Backend::gpu, stream->handle(), run().tuning};
+    sets = rotation_sets(2 * bytes);
+    host = reference::random_vector<H>(n, 7);
+    for (int s = 0; s < sets; ++s) {
+      xs.emplace_back(host);
+      ys.emplace_back(n);
+    }
+    ys[0].fill_bytes(0xff, stream->handle());  // poisoned, on the kernel's stream: check() sees any unwritten element
+    ok = true;
+  }
+  void* handle() const { return stream->handle(); }
+  /// Launches and timed runs for this shape's size.
+  int runs(int full) const { return run().smoke ? full / 10 : full; }
+
+  /// Checks set 0's output against `ref` after one launch: a fast wrong kernel is worth nothing.
+  bool check(benchmark::State& state, const std::vector<double>& ref, double* err) {
+    stream->synchronize();
+    *err = reference::relative_error<H>(ys[0].download(), ref);
+    if (*err <= reference::tolerance<H>()) return true;
+    run().failed = true;
+    state.SkipWithError(("wrong result, rel err " + std::to_string(*err)).c_str());
+    return false;
+  }
+};
+
+/// The family files' registrations (each adds its shapes, smaller for a smoke run).
+void register_softmax();
+void register_layernorm();
+void register_epilogue();
+void register_host_costs();
+
+}  // namespace tilefuse::bench

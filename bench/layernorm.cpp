@@ -1,0 +1,101 @@
+// LayerNorm and RMSNorm rows of the bench: every variant of the LayerNorm variant table (named by
+// kernels::RowVariant) on the suite's shapes and on wide rows, and RMSNorm; each against a device copy of
+// the same bytes in the same process.
+#include <cstdio>
+
+#include "bench/harness.hpp"
+#include "kernels/layernorm/layernorm.hpp"
+
+namespace tilefuse::bench {
+
+namespace {
+
+using kernels::RowVariant;
+
+struct Case {
+  bool rms;  ///< RMSNorm (else LayerNorm `variant`)
+  RowVariant variant;
+  std::int64_t rows, cols;
+  const char* dtype;
+  std::int64_t splits = 0;
+};
+
+const kernels::VariantInfo& info(RowVariant v) {
+  for (const auto& i : kernels::layernorm_variants())
+    if (i.variant == v) return i;
+  return kernels::layernorm_variants()[0];
+}
+
+template <class H>
+void norm(benchmark::State& state, const Case& k) {
+  RowCase<H> rc(state, k.rows, k.cols);
+  if (!rc.ok) return;
+  const int runs = rc.runs(200);
+  const auto hw = reference::random_vector<H>(k.cols, 8), hb = reference::random_vector<H>(k.cols, 9);
+  DeviceBuffer<H> w(hw), b(hb);
+  kernels::RowStats<DeviceBuffer<float>> stats{DeviceBuffer<float>(k.rows), DeviceBuffer<float>(k.rows)};
+  const std::int64_t partials = k.rows * std::max<std::int64_t>(k.splits, 1);
+  kernels::NormSplitScratch<DeviceBuffer<float>> scratch{DeviceBuffer<float>(partials), DeviceBuffer<float>(partials)};
+  auto launch = [&](int s) {
+    if (k.rms) kernels::rmsnorm(rc.xs[s], w, rc.ys[s], k.rows, k.cols, 1e-6f, rc.opt);
+    else if (k.variant == RowVariant::split)
+      kernels::layernorm_split(rc.xs[s], w, b, rc.ys[s], stats, scratch, k.rows, k.cols, k.splits, 1e-5f, rc.opt);
+    else if (k.variant == RowVariant::cluster) kernels::layernorm_cluster(rc.xs[s], w, b, rc.ys[s], stats, k.rows, k.cols, 1e-5f, rc.opt, k.splits);
+    else kernels::layernorm_auto(rc.xs[s], w, b, rc.ys[s], stats, k.rows, k.cols, 1e-5f, rc.opt, k.variant);
+  };
+  launch(0);
+  double err = 0;
+  const auto ref = k.rms ? reference::rmsnorm<H>(rc.host, hw, k.rows, k.cols, 1e-6) : reference::layernorm<H>(rc.host, hw, hb, k.rows, k.cols, 1e-5);
+  if (!rc.check(state, ref, &err)) return;
+  const double c = copy_time_us(rc.bytes, rc.sets, rc.handle(), runs);
+  Timing t;
+  for (auto _ : state) {
+    t = time_launches(launch, rc.sets, rc.handle(), 20, runs);
+    state.SetIterationTime(t.median_us * 1e-6);
+  }
+  const double moved = 2.0 * rc.bytes;  // x read, y written (w, b and the row statistics are under 0.1%)
+  state.counters["us"] = t.median_us;
+  state.counters["x_copy"] = c / t.median_us;
+  const std::string shape = add_copy_row(k.rows, k.cols, k.dtype, c, moved);
+  char note[96];
+  const bool twice = !k.rms && info(k.variant).reads == 2;
+  std::snprintf(note, sizeof note, "%srel err %.1e vs float64", twice ? "reads the row twice (1.5x the bytes); " : "", err);
+  std::string impl = "tilefuse one program per row";
+  if (!k.rms) {
+    impl = std::string("tilefuse ") + kernels::variant_name(k.variant);
+    if (k.splits > 0) impl += " (" + std::to_string(k.splits) + (k.variant == RowVariant::split ? " per row, 2 kernels)" : " programs)");
+    impl += std::string(": ") + info(k.variant).summary;
+  }
+  add_row(k.rms ? "rmsnorm" : "layernorm", impl, shape, k.dtype, t.median_us, moved, c, note);
+}
+
+}  // namespace
+
+void register_layernorm() {
+  using V = RowVariant;
+  const V one = V::one_program;
+  std::vector<Case> cases = {{false, one, 4096, 4096, "f32"},           {false, one, 8192, 8192, "bf16"},
+                             {false, one, 32768, 1024, "f16"},          {false, one, 4096, 12288, "bf16"},
+                             {false, one, 16384, 768, "f32"},           {true, one, 32768, 4096, "bf16"},
+                             {false, V::looped, 4096, 12288, "bf16"},   {false, V::split, 4096, 12288, "bf16", 3},
+                             {false, V::looped, 256, 131072, "bf16"},   {false, V::split, 256, 131072, "bf16", 8},
+                             {false, V::cluster, 4096, 12288, "bf16", 3}, {false, V::cluster, 256, 131072, "bf16", 8},
+                             {false, V::staged, 4096, 12288, "bf16"},   {false, V::staged, 8192, 8192, "bf16"},
+                             {false, V::staged, 4096, 4096, "f32"},     {false, V::staged, 4096, 32768, "bf16"},
+                             {false, V::looped, 4096, 32768, "bf16"}};
+  if (run().smoke)
+    cases = {{false, one, 256, 1000, "f32"},        {true, one, 128, 4096, "bf16"},           {false, V::looped, 8, 20000, "f32"},
+             {false, V::split, 8, 20000, "f32", 3}, {false, V::cluster, 8, 20000, "f32", 2}, {false, V::staged, 8, 20000, "f32"}};
+  for (const Case& k : cases) {
+    std::string name = k.rms ? "rmsnorm" : info(k.variant).entry;
+    if (k.splits > 0) name += std::to_string(k.splits);
+    name += "/" + shape_name(k.rows, k.cols, k.dtype);
+    const std::string d = k.dtype;
+    auto* b = d == "f32"   ? benchmark::RegisterBenchmark(name.c_str(), [k](benchmark::State& st) { norm<float>(st, k); })
+              : d == "f16" ? benchmark::RegisterBenchmark(name.c_str(), [k](benchmark::State& st) { norm<half>(st, k); })
+                           : benchmark::RegisterBenchmark(name.c_str(), [k](benchmark::State& st) { norm<bfloat16>(st, k); });
+    timed(b);
+  }
+}
+
+}  // namespace tilefuse::bench

@@ -1,0 +1,109 @@
+// The bench's entry point: Google Benchmark over every family (softmax.cpp, layernorm.cpp, epilogue.cpp)
+// and the host costs (host.cpp), then the results table (the README's performance table is built from it).
+//
+//   tilefuse_bench [--smoke] [--table results.md] [tuning flags] [google benchmark flags]
+//
+// Tuning flags set kernels::Tuning for every launch (unset: each kernel's rule; bench/sweep_rows.sh sweeps
+// them): --row-elements N, --resident-threads N, --staged-warps N, --stage-bytes N, --carveout P,
+// --looped-programs-per-sm K.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include "backend/nvrtc/nvrtc.hpp"
+#include "bench/harness.hpp"
+#include "kernels/rows/rules.hpp"
+
+namespace tilefuse::bench {
+
+namespace {
+
+void write_table(const std::string& path) {
+  std::ostringstream os;
+  std::string device = run().gpu_skip.empty() ? driver::device().name + " (" + driver::device().arch() + ", " +
+                                                std::to_string(driver::device().sm_count) + " SMs)"
+                                          : "no GPU (" + run().gpu_skip + ")";
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  os << "Device: " << device << "; date " << date << "; NVRTC " << nvrtc::version()
+     << ". Medians of CUDA-event-timed runs, inputs rotated past the L2; GB/s counts bytes read + written "
+        "(the unfused row counts its own 4x bytes); x copy = device-copy time of the same bytes / this time.\n\n";
+  os << "| kernel | impl | shape | dtype | time (us) | GB/s | x copy | note |\n|---|---|---|---|---:|---:|---:|---|\n";
+  char buf[512];
+  for (const auto& r : run().rows) {
+    std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %.2f | %s | %s | %s |\n", r.kernel.c_str(), r.impl.c_str(),
+                  r.shape.c_str(), r.dtype.c_str(), r.us, r.gbps > 0 ? std::to_string(static_cast<int>(r.gbps)).c_str() : "",
+                  r.x_copy > 0 ? (std::to_string(r.x_copy).substr(0, 4)).c_str() : "", r.note.c_str());
+    os << buf;
+  }
+  std::fputs(os.str().c_str(), stdout);
+  if (!path.empty()) std::ofstream(path) << os.str();
+}
+
+// Reads a tuning flag's value into `field`; false when `flag` is not a tuning flag.
+bool tuning_flag(const std::string& flag, const char* value, kernels::Tuning& t) {
+  const struct {
+    const char* name;
+    std::optional<int>* field;
+  } ints[] = {{"--row-elements", &t.row_elements},
+              {"--resident-threads", &t.resident_threads},
+              {"--staged-warps", &t.staged_warps},
+              {"--carveout", &t.shared_carveout},
+              {"--looped-programs-per-sm", &t.looped_programs_per_sm}};
+  for (const auto& f : ints)
+    if (flag == f.name) {
+      *f.field = std::stoi(value);
+      return true;
+    }
+  if (flag == "--stage-bytes") {
+    t.stage_bytes = std::stoll(value);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+}  // namespace tilefuse::bench
+
+int main(int argc, char** argv) {
+  using namespace tilefuse;
+  bench::Run& r = bench::run();
+  std::string table;
+  std::vector<char*> rest{argv[0]};
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--help") {
+        std::printf("tilefuse_bench [--smoke] [--table results.md] [tuning flags] [google benchmark flags]\n"
+                    "tuning flags (kernels::Tuning; unset: each kernel's rule): --row-elements N, --resident-threads N,\n"
+                    "  --staged-warps N, --stage-bytes N, --carveout P, --looped-programs-per-sm K\n\n");
+        rest.push_back(argv[i]);
+      } else if (a == "--smoke") r.smoke = true;
+      else if (a == "--table" && i + 1 < argc) table = argv[++i];
+      else if (a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && i + 1 < argc && bench::tuning_flag(a, argv[i + 1], r.tuning)) ++i;
+      else rest.push_back(argv[i]);
+    }
+    kernels::validate(r.tuning);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tilefuse_bench: %s\n", e.what());
+    return 2;
+  }
+  if (!driver::available(&r.gpu_skip) && r.gpu_skip.empty()) r.gpu_skip = "unknown";
+  int rc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rc, rest.data());
+  bench::register_softmax();
+  bench::register_layernorm();
+  bench::register_epilogue();
+  bench::register_host_costs();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  bench::write_table(table);
+  if (r.failed) std::fprintf(stderr, "tilefuse_bench: a kernel gave a wrong result or the cache missed (see above)\n");
+  return r.failed ? 1 : 0;
+}

@@ -1,0 +1,29 @@
+// The normalization launchers, one file per variant (one_program.cpp with the one-pass baseline and
+// RMSNorm, looped.cpp with the split-row pair, cluster.cpp, staged.cpp), each compiled once for f32, f16
+// and bf16; variants.cpp holds the variant table and dispatches to them. Internal to the kernels library.
+#pragma once
+
+#include "kernels/layernorm/layernorm.hpp"
+#include "kernels/rows/launch.hpp"
+
+namespace tilefuse::kernels::layernorm_launch {
+
+using Args = detail::NormArgs;
+
+/// Column piece of the looped and split-row kernels.
+inline constexpr int kLoopBlock = 4096;
+
+/// Parameter names of the kernels that take (x, w, b, y, mean, rstd, stride, n, eps).
+inline constexpr const char* kParams[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"};
+
+/// Checks the operands every LayerNorm variant takes.
+void check_layernorm(const RowCall& call, const Args& a);
+
+void one_program(const RowCall& call, const Args& a);
+void rmsnorm(const RowCall& call, const Args& a);
+void looped(const RowCall& call, const Args& a);
+void split(const RowCall& call, const Args& a);
+void cluster(const RowCall& call, const Args& a);
+void staged(const RowCall& call, const Args& a);
+
+}  // namespace tilefuse::kernels::layernorm_launch

@@ -1,0 +1,150 @@
+// LayerNorm and RMSNorm forward over `rows` contiguous rows of `cols` elements in f32, f16 or bf16:
+// y = (x - mean) * rstd * w + b per row (mean and rstd written per row, f32, for a backward pass) and
+// y = x * rsqrt(mean(x^2) + eps) * w. The launchers are compiled once in the kernels library; these
+// inline wrappers only check the element types at compile time and pass the buffers on. Tile programs:
+// programs.hpp (rows in registers) and wide_programs.hpp. Variants: layernorm_variants().
+//
+// Buf is DeviceBuffer<H> or std::span<H> / std::vector<H> (H = float, half, bfloat16); F32Buf holds floats.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/runtime/program.hpp"
+#include "kernels/rows/operands.hpp"
+#include "kernels/rows/options.hpp"
+#include "kernels/rows/shapes.hpp"
+
+namespace tilefuse::kernels {
+
+/// Widest row one normalization program holds in registers.
+inline constexpr std::int64_t kNormMaxCols = 16384;
+/// Widest row the cluster LayerNorm takes: 8 programs of 16384 columns.
+inline constexpr std::int64_t kNormClusterMaxCols = 8 * kNormMaxCols;
+/// Most splits of one row the split-row LayerNorm supports (the combine kernel holds them as one tile).
+inline constexpr std::int64_t kNormMaxSplits = 1024;
+
+/// The LayerNorm variants, in the automatic choice's order of preference.
+std::span<const VariantInfo> layernorm_variants();
+/// The variant layernorm_auto runs for rows of `cols` elements of `element_bytes` on `opt.backend`.
+RowVariant layernorm_choice(std::int64_t cols, int element_bytes, const RowOptions& opt = {});
+
+/// Per-row statistics LayerNorm writes (f32, one per row), for a backward pass.
+template <class F32Buf>
+struct RowStats {
+  F32Buf mean, rstd;
+};
+
+/// Scratch for the split-row LayerNorm: rows x splits partial sums of x - x[row, 0] and of its square.
+template <class F32Buf>
+struct NormSplitScratch {
+  F32Buf partial_s1, partial_s2;
+};
+
+namespace detail {
+/// A normalization call's operands, type-erased: what the compiled launchers take.
+struct NormArgs {
+  Arg x, w, b, y, mean, rstd;  ///< b, mean and rstd are unused by RMSNorm
+  std::int64_t rows = 0, cols = 0;
+  float eps = 1e-5f;
+  std::int64_t splits = 0;       ///< split: programs per row; cluster: 0 for the fewest
+  Arg partial_s1, partial_s2;    ///< split: the scratch
+  bool one_pass = false;         ///< one_program: the one-pass baseline instead of two-pass
+};
+/// Runs LayerNorm `variant` (automatic: layernorm_choice) on `args`.
+void layernorm(RowVariant variant, const NormArgs& args, const RowOptions& opt);
+/// Runs RMSNorm on `args`.
+void rmsnorm(const NormArgs& args, const RowOptions& opt);
+
+/// The operands of a LayerNorm call.
+template <class Buf, class F32Buf>
+NormArgs norm_args(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols, float eps) {
+  return NormArgs{memory_arg(x), memory_arg(w), memory_arg(b), memory_arg(y), memory_arg(stats.mean), memory_arg(stats.rstd),
+                  rows, cols, eps};
+}
+}  // namespace detail
+
+/// The programs a launch of LayerNorm `variant` runs for rows of `cols` elements of `dtype` (traced on
+/// first use): what inspection, the goldens and the compile tests look at.
+std::vector<const Program*> layernorm_programs(RowVariant variant, ir::DType dtype, std::int64_t cols, const RowOptions& opt = {},
+                                               std::int64_t splits = 0, bool one_pass = false);
+/// The RMSNorm program for rows of `cols` elements of `dtype`.
+std::vector<const Program*> rmsnorm_programs(ir::DType dtype, std::int64_t cols, const RowOptions& opt = {});
+
+/// LayerNorm, one program per row with the row in registers (up to 16384 columns), two-pass; `one_pass`
+/// runs the one-pass baseline (var = E[x^2] - E[x]^2, which loses every digit when |mean| >> std).
+template <class Buf, class F32Buf>
+void layernorm(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols, float eps = 1e-5f,
+               const RowOptions& opt = {}, bool one_pass = false) {
+  static_assert(holds_floats<Buf>, "tilefuse layernorm: elements must be float, tilefuse::half or tilefuse::bfloat16.");
+  static_assert(holds_f32<F32Buf>, "tilefuse layernorm: mean and rstd are float buffers.");
+  auto args = detail::norm_args(x, w, b, y, stats, rows, cols, eps);
+  args.one_pass = one_pass;
+  detail::layernorm(RowVariant::one_program, args, opt);
+}
+
+/// LayerNorm of rows of any width, one program per row looping over it: reads each row twice.
+template <class Buf, class F32Buf>
+void layernorm_looped(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
+                      float eps = 1e-5f, const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse layernorm_looped: elements must be float, half or bfloat16.");
+  static_assert(holds_f32<F32Buf>, "tilefuse layernorm_looped: mean and rstd are float buffers.");
+  detail::layernorm(RowVariant::looped, detail::norm_args(x, w, b, y, stats, rows, cols, eps), opt);
+}
+
+/// LayerNorm with each row split over `splits` programs and two kernels (partial sums, then combine and
+/// normalize): reads every element twice, but spreads a row over the GPU (for few, wide rows).
+template <class Buf, class F32Buf>
+void layernorm_split(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, NormSplitScratch<F32Buf>& scratch, std::int64_t rows,
+                     std::int64_t cols, std::int64_t splits, float eps = 1e-5f, const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse layernorm_split: elements must be float, half or bfloat16.");
+  static_assert(holds_f32<F32Buf>, "tilefuse layernorm_split: statistics and partials are float buffers.");
+  auto args = detail::norm_args(x, w, b, y, stats, rows, cols, eps);
+  args.splits = splits;
+  args.partial_s1 = memory_arg(scratch.partial_s1);
+  args.partial_s2 = memory_arg(scratch.partial_s2);
+  detail::layernorm(RowVariant::split, args, opt);
+}
+
+/// LayerNorm of rows up to 131072 columns, each read once and normalized two-pass in registers: the row is
+/// split over a thread-block cluster of `splits` programs (sm_90; 0: the fewest that hold it, at most
+/// 16384 columns each), which combine their sums through distributed shared memory.
+template <class Buf, class F32Buf>
+void layernorm_cluster(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
+                       float eps = 1e-5f, const RowOptions& opt = {}, std::int64_t splits = 0) {
+  static_assert(holds_floats<Buf>, "tilefuse layernorm_cluster: elements must be float, half or bfloat16.");
+  static_assert(holds_f32<F32Buf>, "tilefuse layernorm_cluster: mean and rstd are float buffers.");
+  auto args = detail::norm_args(x, w, b, y, stats, rows, cols, eps);
+  args.splits = splits;
+  detail::layernorm(RowVariant::cluster, args, opt);
+}
+
+/// LayerNorm of rows up to 32768 columns, each read once: one program per row with the row staged
+/// through shared memory, exactly two-pass.
+template <class Buf, class F32Buf>
+void layernorm_staged(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
+                      float eps = 1e-5f, const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse layernorm_staged: elements must be float, half or bfloat16.");
+  static_assert(holds_f32<F32Buf>, "tilefuse layernorm_staged: mean and rstd are float buffers.");
+  detail::layernorm(RowVariant::staged, detail::norm_args(x, w, b, y, stats, rows, cols, eps), opt);
+}
+
+/// LayerNorm of rows of any width, with the variant chosen from the variant table (layernorm_choice) or
+/// the one asked for (the split-row variant needs scratch: call layernorm_split).
+template <class Buf, class F32Buf>
+void layernorm_auto(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
+                    float eps = 1e-5f, const RowOptions& opt = {}, RowVariant variant = RowVariant::automatic) {
+  static_assert(holds_floats<Buf>, "tilefuse layernorm_auto: elements must be float, half or bfloat16.");
+  static_assert(holds_f32<F32Buf>, "tilefuse layernorm_auto: mean and rstd are float buffers.");
+  detail::layernorm(variant, detail::norm_args(x, w, b, y, stats, rows, cols, eps), opt);
+}
+
+/// y = RMSNorm(x) * w over rows x cols, one program per row (up to 16384 columns).
+template <class Buf>
+void rmsnorm(Buf& x, Buf& w, Buf& y, std::int64_t rows, std::int64_t cols, float eps = 1e-6f, const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse rmsnorm: elements must be float, tilefuse::half or tilefuse::bfloat16.");
+  detail::rmsnorm(detail::NormArgs{memory_arg(x), memory_arg(w), {}, memory_arg(y), {}, {}, rows, cols, eps}, opt);
+}
+
+}  // namespace tilefuse::kernels

@@ -1,0 +1,44 @@
+// The looped LayerNorm (one program per row looping over it, shifted sums in one pass, then normalize)
+// and the split-row pair (partial sums, then combine and normalize), for f32, f16 and bf16.
+#include <array>
+
+#include "kernels/layernorm/launchers.hpp"
+#include "kernels/layernorm/wide_programs.hpp"
+
+namespace tilefuse::kernels::layernorm_launch {
+
+void looped(const RowCall& call, const Args& a) {
+  check_layernorm(call, a);
+  const Arg n = i32(call.cols);
+  with_float_dtype(a.x.dtype, [&]<class T>() {
+    Program& p = kernel_for<&layernorm_looped_program<T, kLoopBlock>>(looped_shape(call.opt.tuning, kLoopBlock),
+                                                                      [] { return std::string("layernorm_looped"); }, kParams);
+    launch(call, p, Grid(call.rows), std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, Arg::of_f32(a.eps)});
+  });
+}
+
+void split(const RowCall& call, const Args& a) {
+  check_layernorm(call, a);
+  const std::int64_t chunk = split_row_chunk(call.entry, call.cols, a.splits, kNormMaxSplits, kLoopBlock);
+  check_vector(call, "scratch.partial_s1", a.partial_s1, call.rows * a.splits);
+  check_vector(call, "scratch.partial_s2", a.partial_s2, call.rows * a.splits);
+  const Grid grid(call.rows, a.splits);
+  const Arg n = i32(call.cols), c = i32(chunk);
+  const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
+  with_float_dtype(a.x.dtype, [&]<class T>() {
+    static constexpr const char* partial_params[] = {"x", "partial_s1", "partial_s2", "stride", "n", "chunk"};
+    Program& partials = kernel_for<&layernorm_partials_program<T, kLoopBlock>>(
+        shape, [] { return std::string("layernorm_partials"); }, partial_params);
+    launch(call, partials, grid, std::array{a.x, a.partial_s1, a.partial_s2, n, n, c});
+    with_block<kNormMaxSplits>(a.splits, [&]<int SB>() {
+      static constexpr const char* combine_params[] = {"x", "w", "b", "y", "mean", "rstd", "partial_s1", "partial_s2",
+                                                       "stride", "n", "chunk", "eps"};
+      Program& combine = kernel_for<&layernorm_combine_program<T, kLoopBlock, SB>>(
+          shape, [] { return "layernorm_combine_" + std::to_string(SB); }, combine_params);
+      launch(call, combine, grid,
+             std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, a.partial_s1, a.partial_s2, n, n, c, Arg::of_f32(a.eps)});
+    });
+  });
+}
+
+}  // namespace tilefuse::kernels::layernorm_launch

@@ -1,0 +1,75 @@
+// LayerNorm two-pass with the row in registers (one tile, or three quarter-tiles where the row fits
+// them), its one-pass baseline, and RMSNorm, for f32, f16 and bf16 and every row tile up to 16384 columns.
+#include <array>
+
+#include "kernels/layernorm/launchers.hpp"
+#include "kernels/layernorm/programs.hpp"
+
+namespace tilefuse::kernels::layernorm_launch {
+
+namespace {
+
+void check_cols(const RowCall& call, bool auto_hint) {
+  if (call.cols > kNormMaxCols)
+    throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": cols = " + std::to_string(call.cols) +
+                                " exceeds the one-program row limit of " + std::to_string(kNormMaxCols) + " elements" +
+                                (auto_hint ? " (kernels::layernorm_auto and layernorm_looped take rows of any width)" : ""));
+}
+
+// The row kernel of program Fn at row tile BLOCK of T, named name_BLOCK.
+template <auto Fn, class T, int BLOCK>
+Program& row_program(const RowCall& call, const char* name, std::span<const char* const> params) {
+  return kernel_for<Fn>(row_shape(call.opt.tuning, element_bytes_of<T>(), BLOCK),
+                        [&] { return std::string(name) + "_" + std::to_string(BLOCK); }, params);
+}
+
+}  // namespace
+
+void check_layernorm(const RowCall& call, const Args& a) {
+  check_matrix(call, "x", a.x);
+  check_matrix(call, "y", a.y);
+  check_vector(call, "w", a.w, call.cols);
+  check_vector(call, "b", a.b, call.cols);
+  check_vector(call, "mean", a.mean, call.rows);
+  check_vector(call, "rstd", a.rstd, call.rows);
+}
+
+void one_program(const RowCall& call, const Args& a) {
+  check_layernorm(call, a);
+  check_cols(call, true);
+  const Arg n = i32(call.cols), eps = Arg::of_f32(a.eps);
+  const Grid grid(call.rows);
+  with_float_dtype(a.x.dtype, [&]<class T>() {
+    if (a.one_pass) {
+      with_block<kNormMaxCols>(call.cols, [&]<int B>() {
+        launch(call, row_program<&layernorm_one_pass_program<T, B>, T, B>(call, "layernorm_one_pass", kParams), grid,
+               std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, eps});
+      });
+      return;
+    }
+    with_pieces<kNormMaxCols>(call.cols, [&]<int PIECE, int PIECES>() {
+      static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps"};
+      Program& p = kernel_for<&layernorm_program<T, PIECE, PIECES>>(
+          pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES),
+          [] { return "layernorm_" + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""); }, params);
+      launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, i32(call.cols - (PIECES - 1) * PIECE), eps});
+    });
+  });
+}
+
+void rmsnorm(const RowCall& call, const Args& a) {
+  check_matrix(call, "x", a.x);
+  check_matrix(call, "y", a.y);
+  check_vector(call, "w", a.w, call.cols);
+  check_cols(call, false);
+  const Arg n = i32(call.cols);
+  with_float_dtype(a.x.dtype, [&]<class T>() {
+    with_block<kNormMaxCols>(call.cols, [&]<int B>() {
+      static constexpr const char* params[] = {"x", "w", "y", "stride", "n", "eps"};
+      launch(call, row_program<&rmsnorm_program<T, B>, T, B>(call, "rmsnorm", params), Grid(call.rows),
+             std::array{a.x, a.w, a.y, n, n, Arg::of_f32(a.eps)});
+    });
+  });
+}
+
+}  // namespace tilefuse::kernels::layernorm_launch

@@ -1,0 +1,124 @@
+// The normalization tile programs that hold a row in registers, one program per row: LayerNorm two-pass
+// (the mean first, then the variance of the centered values it already holds: no second read of memory,
+// accurate when the mean is large against the spread), its one-pass baseline, and RMSNorm. Launchers:
+// layernorm.hpp; the wide-row programs: wide_programs.hpp.
+#pragma once
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "kernels/rows/programs.hpp"
+
+namespace tilefuse::kernels {
+
+namespace tl = tilefuse::tl;
+
+/// y = (x - mean) * rstd * w + b per row; writes mean and rstd per row (f32) for a backward pass. The row
+/// is held in registers as PIECES tiles of PIECE columns (a 12288-column row as 3 x 4096, where one tile
+/// would be 16384 wide and a quarter of it masked off): every piece but the last is whole, and the last
+/// holds `tail` = n - (PIECES - 1) * PIECE columns.
+template <class T, int PIECE, int PIECES = 1>
+void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                       tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                       tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps) {
+  static_assert(PIECES >= 1, "tilefuse layernorm_program: a row takes at least one piece.");
+  // f32 rows are summed as x - x[0] (exact for values near each other), so that a mean of 1e4 against a
+  // spread of 1 costs no digits of the centered values. Halves need no shift: at |mean| = 1e4 their own
+  // spacing (8 for f16, 64 for bf16) is far above what the f32 sums lose, and the shift would cost a
+  // load and a subtraction per element.
+  constexpr bool shifted = std::is_same_v<T, tl::f32>;
+  // w and b are loaded before the reductions for f32 rows, so that their round trip overlaps them (for
+  // 2 x 16 more registers per thread); halves hold twice the elements per thread and load them piece by
+  // piece as each is stored (each order measured both ways: bench/NOTES.md).
+  constexpr bool affine_first = std::is_same_v<T, tl::f32>;
+  // Half rows are read and written streaming (evicted first), which keeps w and b, loaded per row after
+  // the reductions, cached; f32 rows, whose w and b are loaded first, gain nothing from hints
+  // (bench/NOTES.md, cache hints).
+  constexpr tl::Cache row_cache = shifted ? tl::Cache::normal : tl::Cache::streaming;
+  using F32Tile = tl::Tile<tl::f32, PIECE>;
+  auto cols = tl::arange<PIECE>();
+  auto last = cols < tail;
+  // access() on piece k: with no mask but on the last piece, whose columns past the row it must not touch.
+  auto masked = [&](int k, auto&& access) { return k + 1 < PIECES ? access() : access(last); };
+  // Piece k with the last piece's columns past the row set to 0 (they must add nothing below).
+  auto in_row = [&](int k, F32Tile t) { return k + 1 < PIECES ? t : tl::where(last, t, 0.0); };
+  // w and b of piece k, widened.
+  auto affine = [&](int k) {
+    auto at = k * PIECE + cols;
+    auto load = [&](tl::Ptr<T> p) { return tl::cast<tl::f32>(masked(k, [&](auto... m) { return tl::load(p + at, m...); })); };
+    return std::pair{load(w), load(b)};
+  };
+  auto row = tl::program_id(0);
+  auto base = row * stride;
+  std::optional<tl::Scalar<tl::f32>> shift;  // x[0] where the row is shifted
+  if constexpr (shifted) shift = tl::cast<tl::f32>(tl::load(x + base));
+  std::vector<tl::Tile<T, PIECE>> raw;
+  for (int k = 0; k < PIECES; ++k) {
+    auto ptrs = x + (base + k * PIECE) + cols;
+    raw.push_back(masked(k, [&](auto... m) { return tl::load(ptrs, m..., row_cache); }));
+  }
+  std::vector<std::pair<F32Tile, F32Tile>> wb;
+  if constexpr (affine_first)
+    for (int k = 0; k < PIECES; ++k) wb.push_back(affine(k));
+  // Two passes over the registers: the mean, then the variance of the centered values.
+  std::vector<F32Tile> xs;
+  for (int k = 0; k < PIECES; ++k) {
+    auto v = tl::cast<tl::f32>(raw[k]);
+    xs.push_back(in_row(k, shift ? v - *shift : v));
+  }
+  auto count = tl::cast<tl::f32>(n);
+  auto total = xs[0];
+  for (int k = 1; k < PIECES; ++k) total = total + xs[k];
+  auto mean_shifted = tl::sum(total) / count;
+  std::vector<F32Tile> centered;
+  for (int k = 0; k < PIECES; ++k) centered.push_back(in_row(k, xs[k] - mean_shifted));
+  auto squares = centered[0] * centered[0];
+  for (int k = 1; k < PIECES; ++k) squares = squares + centered[k] * centered[k];
+  auto var = tl::sum(squares) / count;
+  auto rstd = 1.0 / tl::sqrt(var + eps);
+  for (int k = 0; k < PIECES; ++k) {
+    auto [wv, bv] = affine_first ? wb[k] : affine(k);
+    auto at = base + k * PIECE + cols;
+    auto out = tl::cast<T>(centered[k] * rstd * wv + bv);
+    masked(k, [&](auto... m) { tl::store(y + at, out, m..., row_cache); });
+  }
+  tl::store(mean_out + row, shift ? *shift + mean_shifted : mean_shifted);
+  tl::store(rstd_out + row, rstd);
+}
+
+/// The one-pass variant, var = E[x^2] - E[x]^2 in f32: what the two-pass kernel is tested against (it
+/// loses every digit when |mean| >> std). Kept as a baseline, not for use.
+template <class T, int BLOCK>
+void layernorm_one_pass_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                                tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                                tl::Scalar<tl::f32> eps) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  auto mask = cols < n;
+  auto xv = tl::cast<tl::f32>(tl::load(x + row * stride + cols, mask));
+  auto count = tl::cast<tl::f32>(n);
+  auto mean = tl::sum(xv) / count;
+  auto var = tl::maximum(tl::sum(xv * xv) / count - mean * mean, 0.0);
+  auto rstd = 1.0 / tl::sqrt(var + eps);
+  auto wv = tl::cast<tl::f32>(tl::load(w + cols, mask));
+  auto bv = tl::cast<tl::f32>(tl::load(b + cols, mask));
+  tl::store(y + row * stride + cols, tl::cast<T>((xv - mean) * rstd * wv + bv), mask);
+  tl::store(mean_out + row, mean);
+  tl::store(rstd_out + row, rstd);
+}
+
+/// y = x * rsqrt(mean(x^2) + eps) * w per row.
+template <class T, int BLOCK>
+void rmsnorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> y, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                     tl::Scalar<tl::f32> eps) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  auto mask = cols < n;
+  auto xv = tl::cast<tl::f32>(tl::load(x + row * stride + cols, mask));
+  auto rstd = 1.0 / tl::sqrt(tl::sum(xv * xv) / tl::cast<tl::f32>(n) + eps);
+  auto wv = tl::cast<tl::f32>(tl::load(w + cols, mask));
+  tl::store(y + row * stride + cols, tl::cast<T>(xv * rstd * wv), mask);
+}
+
+}  // namespace tilefuse::kernels

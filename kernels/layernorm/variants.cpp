@@ -1,0 +1,93 @@
+// The LayerNorm variant table, the automatic choice that reads it, and the dispatch from a call to its
+// variant's launcher (or, for inspection, to the programs it would launch); RMSNorm's entry.
+#include "kernels/layernorm/launchers.hpp"
+
+namespace tilefuse::kernels {
+
+namespace {
+
+std::int64_t one_program_cols(int, const Tuning&) { return kNormMaxCols; }
+std::int64_t cluster_cols(int, const Tuning&) { return kNormClusterMaxCols; }
+std::int64_t staged_cols(int, const Tuning&) { return kStageMaxCols; }
+std::int64_t any_cols(int, const Tuning&) { return 0; }
+
+bool one_program_fits(std::int64_t cols, int, const RowOptions&) { return cols <= kNormMaxCols; }
+bool anything_fits(std::int64_t, int, const RowOptions&) { return true; }
+
+// In order of preference: the first entry whose `fits` holds is the automatic choice. The staged and
+// cluster kernels read the row once but are not chosen: the looped one is measured ahead of them on the
+// wide rows (bench/NOTES.md).
+constexpr VariantInfo kVariants[] = {
+    {RowVariant::one_program, "layernorm", "one program per row, the row in registers, two-pass", 1, false, false, one_program_cols,
+     one_program_fits},
+    {RowVariant::looped, "layernorm_looped", "one program per row looping over it, shifted sums", 2, false, false, any_cols, anything_fits},
+    {RowVariant::staged, "layernorm_staged", "the row staged through shared memory, two-pass", 1, false, false, staged_cols, nullptr},
+    {RowVariant::cluster, "layernorm_cluster", "a row over a thread-block cluster, two-pass in registers", 1, false, true, cluster_cols,
+     nullptr},
+    {RowVariant::split, "layernorm_split", "each row over several programs and two kernels, partial sums in scratch", 2, true, false,
+     any_cols, nullptr},
+};
+
+const VariantInfo& info(RowVariant v) {
+  for (const VariantInfo& i : kVariants)
+    if (i.variant == v) return i;
+  throw std::invalid_argument(std::string("tilefuse layernorm: no variant ") + variant_name(v));
+}
+
+// Runs (or, with `collect`, records the programs of) `variant` on `a`.
+void run(RowVariant variant, const detail::NormArgs& a, const RowOptions& opt, std::vector<const Program*>* collect) {
+  validate(opt.tuning);
+  if (variant == RowVariant::automatic) variant = layernorm_choice(a.cols, ir::dtype_bytes(a.x.dtype), opt);
+  const RowCall call{info(variant).entry, a.rows, a.cols, opt, collect};
+  switch (variant) {
+    case RowVariant::one_program: return layernorm_launch::one_program(call, a);
+    case RowVariant::looped: return layernorm_launch::looped(call, a);
+    case RowVariant::split: return layernorm_launch::split(call, a);
+    case RowVariant::cluster: return layernorm_launch::cluster(call, a);
+    case RowVariant::staged: return layernorm_launch::staged(call, a);
+    case RowVariant::automatic: break;
+  }
+}
+
+// Operands for inspection: `count` elements of `dtype` nowhere (nothing runs).
+Arg placeholder(ir::DType dtype, std::int64_t count) { return Arg::host_memory_of(dtype, nullptr, static_cast<std::size_t>(count)); }
+
+detail::NormArgs placeholders(ir::DType dtype, std::int64_t cols, std::int64_t splits) {
+  const Arg matrix = placeholder(dtype, cols), row = placeholder(ir::DType::f32, 1), partials = placeholder(ir::DType::f32, splits);
+  return detail::NormArgs{matrix, matrix, matrix, matrix, row, row, 1, cols, 1e-5f, splits, partials, partials};
+}
+
+}  // namespace
+
+std::span<const VariantInfo> layernorm_variants() { return kVariants; }
+
+RowVariant layernorm_choice(std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  for (const VariantInfo& v : kVariants)
+    if (v.fits && v.fits(cols, element_bytes, opt)) return v.variant;
+  return RowVariant::looped;
+}
+
+void detail::layernorm(RowVariant variant, const NormArgs& args, const RowOptions& opt) { run(variant, args, opt, nullptr); }
+
+void detail::rmsnorm(const NormArgs& args, const RowOptions& opt) {
+  validate(opt.tuning);
+  layernorm_launch::rmsnorm(RowCall{"rmsnorm", args.rows, args.cols, opt}, args);
+}
+
+std::vector<const Program*> layernorm_programs(RowVariant variant, ir::DType dtype, std::int64_t cols, const RowOptions& opt,
+                                               std::int64_t splits, bool one_pass) {
+  std::vector<const Program*> programs;
+  detail::NormArgs args = placeholders(dtype, cols, std::max<std::int64_t>(splits, 1));
+  args.splits = splits;
+  args.one_pass = one_pass;
+  run(variant, args, opt, &programs);
+  return programs;
+}
+
+std::vector<const Program*> rmsnorm_programs(ir::DType dtype, std::int64_t cols, const RowOptions& opt) {
+  std::vector<const Program*> programs;
+  layernorm_launch::rmsnorm(RowCall{"rmsnorm", 1, cols, opt, &programs}, placeholders(dtype, cols, 1));
+  return programs;
+}
+
+}  // namespace tilefuse::kernels

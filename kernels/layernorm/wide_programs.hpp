@@ -1,0 +1,200 @@
+// The LayerNorm tile programs for rows wider than one program holds in registers: looped (one program
+// per row looping over it), split-row (partial sums, then combine and normalize), cluster (a row over a
+// thread-block cluster in registers) and staged (a row through shared memory). Launchers: layernorm.hpp.
+#pragma once
+
+#include <tuple>
+
+#include "kernels/rows/programs.hpp"
+
+namespace tilefuse::kernels {
+
+namespace tl = tilefuse::tl;
+
+namespace detail {
+
+// Sums of x - shift and of its square over columns [start, end) of the row at `base`, in BLOCK-column
+// pieces, per lane and then across lanes. The shift (the row's first element) cancels a large mean
+// before anything is squared.
+template <class T, int BLOCK>
+std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_sums(tl::Ptr<T> x, tl::Scalar<tl::i32> base,
+                                                                  tl::Scalar<tl::f32> shift, tl::Scalar<tl::i32> start,
+                                                                  tl::Scalar<tl::i32> end) {
+  auto cols = tl::arange<BLOCK>();
+  auto init = std::tuple{tl::full<tl::f32, BLOCK>(0.0), tl::full<tl::f32, BLOCK>(0.0)};
+  auto [s1, s2] = tl::for_range(start, end, BLOCK, init, [&](auto from, auto s1, auto s2) {
+    auto idx = from + cols;
+    auto mask = idx < end;
+    auto d = tl::where(mask, tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift, 0.0);
+    return std::tuple{s1 + d, s2 + d * d};
+  });
+  return {tl::sum(s1), tl::sum(s2)};
+}
+
+// Mean (of the shifted values) and rstd of `count` elements from their shifted sums.
+inline std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_moments(tl::Scalar<tl::f32> s1, tl::Scalar<tl::f32> s2,
+                                                                           tl::Scalar<tl::f32> count, tl::Scalar<tl::f32> eps) {
+  auto mean_shifted = s1 / count;
+  auto var = tl::maximum(s2 / count - mean_shifted * mean_shifted, 0.0);
+  return {mean_shifted, 1.0 / tl::sqrt(var + eps)};
+}
+
+// y = (x - shift - mean_shifted) * rstd * w + b over columns [start, end) of the row at `base`, last
+// piece first (the pieces the sums read last are the likeliest still in L2).
+template <class T, int BLOCK>
+void normalize_affine_range(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Scalar<tl::i32> base,
+                            tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end, tl::Scalar<tl::f32> shift,
+                            tl::Scalar<tl::f32> mean_shifted, tl::Scalar<tl::f32> rstd) {
+  auto cols = tl::arange<BLOCK>();
+  auto turn = reversed_piece_turn<BLOCK>(start, end);
+  tl::for_range(start, end, BLOCK, [&](auto from) {
+    auto idx = (turn - from) + cols;
+    auto mask = idx < end;
+    auto centered = (tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift) - mean_shifted;  // both small
+    auto wv = tl::cast<tl::f32>(tl::load(w + idx, mask));
+    auto bv = tl::cast<tl::f32>(tl::load(b + idx, mask));
+    tl::store(y + base + idx, tl::cast<T>(centered * rstd * wv + bv), mask);
+  });
+}
+
+}  // namespace detail
+
+/// LayerNorm of one row of any width, looping over it in BLOCK-column pieces: the first pass sums
+/// x - x[0] and its square per lane (shifted by the row's first element, so a large mean cancels before
+/// it is squared), the second writes (x - mean) * rstd * w + b. Reads the row twice, writes it once.
+template <class T, int BLOCK>
+void layernorm_looped_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                              tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                              tl::Scalar<tl::f32> eps) {
+  auto row = tl::program_id(0);
+  auto base = row * stride;
+  auto zero = tl::scalar<tl::i32>(0);
+  auto shift = tl::cast<tl::f32>(tl::load(x + base));
+  auto [s1, s2] = detail::shifted_sums<T, BLOCK>(x, base, shift, zero, n);
+  auto [mean_shifted, rstd] = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+  detail::normalize_affine_range<T, BLOCK>(x, w, b, y, base, zero, n, shift, mean_shifted, rstd);
+  tl::store(mean_out + row, shift + mean_shifted);
+  tl::store(rstd_out + row, rstd);
+}
+
+/// Split-row LayerNorm, kernel 1 of 2: program (row, split) writes the sums of x - x[row, 0] and of its
+/// square over its `chunk` columns to partial_s1/partial_s2[row * splits + split].
+template <class T, int BLOCK>
+void layernorm_partials_program(tl::Ptr<T> x, tl::Ptr<tl::f32> partial_s1, tl::Ptr<tl::f32> partial_s2,
+                                tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk) {
+  auto row = tl::program_id(0);
+  auto split = tl::program_id(1);
+  auto base = row * stride;
+  auto start = split * chunk;
+  auto shift = tl::cast<tl::f32>(tl::load(x + base));
+  auto [s1, s2] = detail::shifted_sums<T, BLOCK>(x, base, shift, start, tl::minimum(start + chunk, n));
+  tl::store(partial_s1 + row * tl::num_programs(1) + split, s1);
+  tl::store(partial_s2 + row * tl::num_programs(1) + split, s2);
+}
+
+/// Split-row LayerNorm, kernel 2 of 2: program (row, split) adds the row's SPLITS_BLOCK-padded partial
+/// sums into its mean and rstd, normalizes its own chunk, and (split 0) writes mean and rstd.
+template <class T, int BLOCK, int SPLITS_BLOCK>
+void layernorm_combine_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                               tl::Ptr<tl::f32> rstd_out, tl::Ptr<tl::f32> partial_s1, tl::Ptr<tl::f32> partial_s2,
+                               tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk,
+                               tl::Scalar<tl::f32> eps) {
+  auto row = tl::program_id(0);
+  auto split = tl::program_id(1);
+  auto splits = tl::num_programs(1);
+  auto base = row * stride;
+  auto k = tl::arange<SPLITS_BLOCK>();
+  auto valid = k < splits;
+  auto s1 = tl::sum(tl::load(partial_s1 + row * splits + k, valid));
+  auto s2 = tl::sum(tl::load(partial_s2 + row * splits + k, valid));
+  auto shift = tl::cast<tl::f32>(tl::load(x + base));
+  auto [mean_shifted, rstd] = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+  auto start = split * chunk;
+  detail::normalize_affine_range<T, BLOCK>(x, w, b, y, base, start, tl::minimum(start + chunk, n), shift, mean_shifted, rstd);
+  auto first = split == 0;
+  tl::store(mean_out + row, shift + mean_shifted, first);
+  tl::store(rstd_out + row, rstd, first);
+}
+
+/// LayerNorm of rows split over a thread-block cluster, read once and two-pass in registers: program pid
+/// holds columns [start, start + chunk) of row pid / splits; the mean comes from tl::cluster_sum of the
+/// shifted sums, then the variance from the cluster sum of the centered squares. Masked lanes load the
+/// shift (so they add 0 to the first sum) and add mean^2 each to the second, which is taken back out:
+/// no per-element mask beyond the loads and stores.
+template <class T, int BLOCK>
+void layernorm_cluster_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                               tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                               tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::f32> eps) {
+  auto pid = tl::program_id(0);
+  auto row = pid / splits;
+  auto start = (pid % splits) * chunk;
+  auto valid = tl::maximum(tl::minimum(chunk, n - start), 0);
+  auto lane = tl::arange<BLOCK>();
+  auto mask = lane < valid;  // one bound: a run is tested at its last lane
+  auto base = row * stride + start;
+  auto shift = tl::load(x + row * stride);
+  auto xs = tl::cast<tl::f32>(tl::load(x + base + lane, mask, shift)) - tl::cast<tl::f32>(shift);
+  auto count = tl::cast<tl::f32>(n);
+  auto mean_shifted = tl::cluster_sum(tl::sum(xs)) / count;
+  auto centered = xs - mean_shifted;
+  auto idle = tl::cast<tl::f32>(BLOCK - valid);  // masked lanes, each holding -mean_shifted
+  auto m2 = tl::cluster_sum(tl::sum(centered * centered) - idle * mean_shifted * mean_shifted);
+  auto rstd = 1.0 / tl::sqrt(tl::maximum(m2, 0.0) / count + eps);
+  auto wv = tl::cast<tl::f32>(tl::load(w + start + lane, mask));
+  auto bv = tl::cast<tl::f32>(tl::load(b + start + lane, mask));
+  tl::store(y + base + lane, tl::cast<T>(centered * rstd * wv + bv), mask);
+  auto first = pid % splits == 0;
+  tl::store(mean_out + row, tl::cast<tl::f32>(shift) + mean_shifted, first);
+  tl::store(rstd_out + row, rstd, first);
+}
+
+/// LayerNorm of one row staged through shared memory, read from global memory once and exactly two-pass:
+/// the row is copied into a stage of STAGE elements of the input dtype (asynchronously: the whole row is
+/// in flight at once, and takes no registers), then pass 1 sums x - x[0] from the stage, pass 2 the squares
+/// of the centered values, and pass 3 normalizes and writes y. Only a PIECE-column piece is in registers
+/// at a time, so a program needs few registers and the SM holds as many as its shared memory allows.
+template <class T, int STAGE, int PIECE>
+void layernorm_staged_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                              tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                              tl::Scalar<tl::f32> eps) {
+  auto row = tl::program_id(0);
+  auto base = row * stride;
+  auto cols = tl::arange<PIECE>();
+  auto zero = tl::scalar<tl::i32>(0);
+  // n as the compiler can bound it (the launcher guarantees n <= STAGE): every piece is then inside the
+  // stage, and where n is a multiple of PIECE the masks below fold away.
+  auto valid = tl::minimum(n, STAGE);
+  tl::Stage<T, STAGE> stage;
+  tl::for_range(zero, valid, PIECE, [&](auto from) {
+    auto idx = from + cols;
+    stage.copy(from, x + base + idx, idx < valid);  // the masked tail gets 0: every element read below is written
+  });
+  auto shift = tl::cast<tl::f32>(tl::load(x + base));
+  auto [s1] = tl::for_range(zero, valid, PIECE, std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, auto s1) {
+    auto shifted = tl::cast<tl::f32>(stage.template load<PIECE>(from)) - shift;
+    return std::tuple{s1 + tl::where(from + cols < valid, shifted, 0.0)};
+  });
+  auto count = tl::cast<tl::f32>(n);
+  auto mean_shifted = tl::sum(s1) / count;
+  // x - mean of the piece at `from`, as (x - shift) - mean_shifted: both differences are small.
+  auto centered = [&](auto from) { return (tl::cast<tl::f32>(stage.template load<PIECE>(from)) - shift) - mean_shifted; };
+  auto [s2] = tl::for_range(zero, valid, PIECE, std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, auto s2) {
+    auto c = tl::where(from + cols < valid, centered(from), 0.0);
+    return std::tuple{s2 + c * c};
+  });
+  auto rstd = 1.0 / tl::sqrt(tl::sum(s2) / count + eps);
+  auto mean_rstd = mean_shifted * rstd;
+  tl::for_range(zero, valid, PIECE, [&](auto from) {
+    auto idx = from + cols;
+    auto mask = idx < valid;
+    // (x - shift - mean_shifted) * rstd as one multiply-add on the small x - shift.
+    auto normalized = (tl::cast<tl::f32>(stage.template load<PIECE>(from)) - shift) * rstd - mean_rstd;
+    auto wv = tl::cast<tl::f32>(tl::load(w + idx, mask));
+    auto bv = tl::cast<tl::f32>(tl::load(b + idx, mask));
+    tl::store(y + base + idx, tl::cast<T>(normalized * wv + bv), mask);
+  });
+  tl::store(mean_out + row, shift + mean_shifted);
+  tl::store(rstd_out + row, rstd);
+}
+
+}  // namespace tilefuse::kernels

@@ -1,0 +1,75 @@
+// How the compiled launchers of the sample kernels run a tile program: one call's operands and options
+// (RowCall), the argument checks every launcher shares, the dispatch from a run-time dtype to the
+// program's element tag, and the Kernel of each (program, shape), made and traced once. A call can also
+// only collect the programs it would launch, which is how inspection, goldens and compile tests see
+// exactly what a launch runs. Internal to the kernels library.
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dsl/tl.hpp"
+#include "kernels/rows/rules.hpp"
+#include "kernels/rows/shapes.hpp"
+
+namespace tilefuse::kernels {
+
+/// One call of a sample launcher: its entry point (errors name it), shape and options.
+struct RowCall {
+  const char* entry;
+  std::int64_t rows, cols;
+  const RowOptions& opt;
+  /// When set, launches only record their programs here (nothing runs).
+  std::vector<const Program*>* collect = nullptr;
+
+  /// The launch configuration over `grid` with the call's backend and stream.
+  LaunchConfig config(Grid grid) const { return LaunchConfig(grid, opt.backend, opt.stream); }
+  /// The target the call runs on.
+  Target target() const { return tilefuse::target(opt.backend); }
+};
+
+/// Throws unless a matrix operand holds rows x cols elements: names the kernel and the argument.
+void check_matrix(const RowCall& call, const char* arg, const Arg& buf);
+/// Throws unless a per-row or per-column operand holds n elements.
+void check_vector(const RowCall& call, const char* arg, const Arg& buf, std::int64_t n);
+
+/// Calls f.template operator()<T>() with T the element tag of `dtype` (f32, f16 or bf16).
+template <class F>
+void with_float_dtype(ir::DType dtype, F&& f) {
+  switch (dtype) {
+    case ir::DType::f16: return f.template operator()<tl::f16>();
+    case ir::DType::bf16: return f.template operator()<tl::bf16>();
+    default: return f.template operator()<tl::f32>();
+  }
+}
+
+/// Bytes per element of dtype tag T.
+template <class T>
+constexpr int element_bytes_of() {
+  return ir::dtype_bytes(T::id);
+}
+
+/// The Kernel of tile program Fn for `shape`, made (and traced) on first use, named name() and with
+/// parameters named `params`.
+template <auto Fn, class Name>
+Program& kernel_for(const KernelShape& shape, Name&& name, std::span<const char* const> params) {
+  static std::mutex mutex;
+  static std::map<KernelShape, std::unique_ptr<Kernel<Fn>>> kernels;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto& k = kernels[shape];
+  if (!k) k = std::make_unique<Kernel<Fn>>(name(), shape.options(params));
+  return k->program();
+}
+
+/// Runs `program` over `grid` with `args` (or records it, when the call collects).
+void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args);
+
+/// An i32 scalar argument.
+inline Arg i32(std::int64_t v) { return Arg::of_i32(static_cast<std::int32_t>(v)); }
+
+}  // namespace tilefuse::kernels

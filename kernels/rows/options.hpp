@@ -1,0 +1,74 @@
+// What a caller tells the sample row kernels: where they run, the tuning knobs (each unset one takes its
+// kernel family's rule; the bench sets them for sweeps), and which variant runs. Each family's variant
+// table (softmax_variants(), layernorm_variants()) lists its variants with what they need and fit; the
+// automatic choice, the bench and the tests read that table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "backend/runtime/args.hpp"
+#include "backend/runtime/target.hpp"
+
+namespace tilefuse::kernels {
+
+/// The sample kernels' tuning knobs. An unset field takes the rule of the kernel it applies to (documented
+/// in docs/design.md); the bench sets them for sweeps (bench --help). Checked on use: a value out of range
+/// is an std::invalid_argument naming the field.
+struct Tuning {
+  /// Row elements per thread of programs that hold a row in registers (a power of two, 1 to 64); the rule
+  /// is 64 bytes per thread, at least two warps per program where the row allows it.
+  std::optional<int> row_elements;
+  /// Threads per SM ptxas must make room for (0 to 2048; 0: no request), for row, cluster and staged
+  /// kernels; the rule is none for row kernels, 1536 for the cluster softmax, what the stages allow for
+  /// staged kernels.
+  std::optional<int> resident_threads;
+  /// Warps per staged program (a power of two, 1 to 32); the rule is 2 for softmax, 4 for LayerNorm.
+  std::optional<int> staged_warps;
+  /// The most shared memory one program of softmax_staged takes, which sets how many programs split a row
+  /// (8192 to 131072 bytes); the rule is 32768.
+  std::optional<std::int64_t> stage_bytes;
+  /// Percent of the SM's L1/shared array asked for as shared memory by staged kernels (-1: the driver's
+  /// choice; 0 to 100); the rule is 100.
+  std::optional<int> shared_carveout;
+  /// At most this many programs per SM for the looped softmax, each striding over rows (1 to 64); the
+  /// rule is one program per row.
+  std::optional<int> looped_programs_per_sm;
+};
+
+/// Where and how a sample row kernel runs.
+struct RowOptions {
+  Backend backend = Backend::automatic;  ///< GPU, interpreter, or by TILEFUSE_INTERPRET
+  void* stream = nullptr;                ///< CUstream for GPU launches (null: the default stream)
+  Tuning tuning;                         ///< knobs for sweeps; unset: each kernel's rule
+};
+
+/// The variants of a row-kernel family.
+enum class RowVariant : std::uint8_t {
+  automatic,    ///< chosen from the family's variant table by the row width, dtype and target
+  one_program,  ///< one program per row, the row in registers (read once; up to 16384 columns)
+  looped,       ///< one program per row looping over it (any width; reads twice)
+  split,        ///< each row split over programs of two kernels, partials in caller scratch (reads twice)
+  cluster,      ///< each row over a thread-block cluster in registers (read once; sm_90)
+  staged,       ///< each row staged through shared memory (read once; clusters for wider rows, sm_90)
+};
+
+/// Name of a variant ("one_program", "looped", ...).
+const char* variant_name(RowVariant v);
+
+/// One entry of a family's variant table.
+struct VariantInfo {
+  RowVariant variant;
+  const char* entry;      ///< the launcher that runs it ("softmax_looped"), as errors name it
+  const char* summary;    ///< what it does, for tables and docs
+  int reads;              ///< times each input element is read from memory (1 or 2)
+  bool needs_scratch;     ///< the caller passes scratch (split-row partials)
+  bool needs_clusters;    ///< rows past one program need thread-block clusters (sm_90)
+  /// Widest row it takes (columns, for elements of `element_bytes`); 0: any width.
+  std::int64_t (*max_cols)(int element_bytes, const Tuning& tuning);
+  /// Whether the automatic choice takes it for rows of `cols` on `opt.backend` (null: never automatic).
+  /// The table is in order of preference: the first entry that fits runs.
+  bool (*fits)(std::int64_t cols, int element_bytes, const RowOptions& opt);
+};
+
+}  // namespace tilefuse::kernels

@@ -1,0 +1,134 @@
+// The rules that size the sample row kernels (see rules.hpp), and the variant names.
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/rows/rules.hpp"
+
+namespace tilefuse::kernels {
+
+namespace {
+
+// Threads per SM ptxas is asked to make room for: Tuning::resident_threads, else the kernel's rule.
+int resident_threads(const Tuning& tuning, int rule) { return tuning.resident_threads.value_or(rule); }
+
+// Programs per SM that `resident` threads make for programs of `warps` warps (0: no request).
+int min_programs(int resident, int warps) { return resident > 32 * warps ? resident / (32 * warps) : 0; }
+
+template <class T>
+void check_range(const std::optional<T>& v, T lo, T hi, bool pow2, const char* field, const char* what) {
+  if (!v) return;
+  const bool ok = *v >= lo && *v <= hi && (!pow2 || std::has_single_bit(static_cast<std::uint64_t>(*v)));
+  if (!ok)
+    throw std::invalid_argument(std::string("tilefuse kernels: Tuning::") + field + " must be " + what + ", got " +
+                                std::to_string(*v));
+}
+
+}  // namespace
+
+const char* variant_name(RowVariant v) {
+  switch (v) {
+    case RowVariant::automatic: return "automatic";
+    case RowVariant::one_program: return "one_program";
+    case RowVariant::looped: return "looped";
+    case RowVariant::split: return "split";
+    case RowVariant::cluster: return "cluster";
+    case RowVariant::staged: return "staged";
+  }
+  return "?";
+}
+
+KernelOptions KernelShape::options(std::span<const char* const> params) const {
+  KernelOptions o;
+  o.num_warps = warps;
+  o.param_names.assign(params.begin(), params.end());
+  o.min_programs_per_sm = min_programs;
+  o.cluster_size = cluster;
+  o.shared_carveout = carveout;
+  return o;
+}
+
+void validate(const Tuning& t) {
+  check_range(t.row_elements, 1, 64, true, "row_elements", "a power of two from 1 to 64");
+  check_range(t.resident_threads, 0, 2048, false, "resident_threads", "from 0 to 2048");
+  check_range(t.staged_warps, 1, 32, true, "staged_warps", "a power of two from 1 to 32");
+  check_range(t.stage_bytes, std::int64_t{8192}, std::int64_t{131072}, false, "stage_bytes", "from 8192 to 131072");
+  check_range(t.shared_carveout, -1, 100, false, "shared_carveout", "from -1 to 100");
+  check_range(t.looped_programs_per_sm, 1, 64, false, "looped_programs_per_sm", "from 1 to 64");
+}
+
+int row_warps(std::int64_t block, int per_thread) {
+  return static_cast<int>(std::clamp<std::int64_t>(block / (32 * per_thread), 1, 32));
+}
+
+// Two warps at least: one-warp programs of halves left the SM short of bytes in flight (bench/NOTES.md).
+int row_elements_per_thread(const Tuning& tuning, int element_bytes, std::int64_t block) {
+  if (tuning.row_elements) return *tuning.row_elements;
+  int n = 64 / element_bytes;
+  while (n > 16 && block / n < 64) n /= 2;
+  return n;
+}
+
+KernelShape row_shape(const Tuning& tuning, int element_bytes, std::int64_t block, int resident_rule) {
+  const int warps = row_warps(block, row_elements_per_thread(tuning, element_bytes, block));
+  return KernelShape{warps, min_programs(resident_threads(tuning, resident_rule), warps)};
+}
+
+// 16 elements per thread for every dtype: 32 halves per thread made the looped softmax slower (bench/NOTES.md).
+KernelShape looped_shape(const Tuning& tuning, std::int64_t block) { return row_shape(tuning, 4, block); }
+
+// Per piece rounded up, not down: fewer, fuller threads measured faster for three pieces (bench/NOTES.md).
+KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t piece, int pieces) {
+  if (pieces == 1) return row_shape(tuning, element_bytes, piece);
+  const int per_thread = row_elements_per_thread(tuning, element_bytes, piece * pieces);
+  int per_piece = static_cast<int>(std::bit_ceil(static_cast<unsigned>((per_thread + pieces - 1) / pieces)));
+  // Two warps at least where a thread would hold more than 16 elements of the row (the rule of
+  // row_elements_per_thread for one piece).
+  while (per_piece > 1 && per_piece * pieces > 16 && piece / per_piece < 64) per_piece /= 2;
+  const int warps = row_warps(piece, per_piece);
+  return KernelShape{warps, min_programs(resident_threads(tuning, 0), warps)};
+}
+
+KernelShape staged_shape(const Tuning& tuning, std::int64_t stage_bytes, int warps_rule) {
+  const int warps = tuning.staged_warps.value_or(warps_rule);
+  const std::int64_t by_shared = (228 * 1024) / (stage_bytes + 1024);
+  const int threads = 32 * warps;
+  const int resident = resident_threads(tuning, static_cast<int>(std::min<std::int64_t>(2048, by_shared * threads)));
+  return KernelShape{warps, resident > threads ? resident / threads : 0, 1, tuning.shared_carveout.value_or(100)};
+}
+
+ClusterSplit cluster_split(const char* kernel, const char* alternative, std::int64_t rows, std::int64_t cols,
+                           std::int64_t splits, std::int64_t max_piece) {
+  if (cols > 8 * max_piece)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": cols = " + std::to_string(cols) +
+                                " exceeds the cluster limit of " + std::to_string(8 * max_piece) + " elements (8 programs of " +
+                                std::to_string(max_piece) + "; " + alternative + " takes rows of any width)");
+  if (splits == 0) splits = (cols + max_piece - 1) / max_piece;
+  const std::int64_t chunk = splits > 0 ? ((cols + splits - 1) / splits + 7) / 8 * 8 : 0;
+  if (splits < 1 || splits > 8 || chunk > max_piece)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": argument splits: expected 0 (automatic) or 1 to 8 with at most " +
+                                std::to_string(max_piece) + " columns each, got " + std::to_string(splits) + " for " +
+                                std::to_string(cols) + " columns");
+  if (rows * splits > 2147483647)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": rows x splits = " + std::to_string(rows * splits) +
+                                " exceeds 2^31-1 programs");
+  return {splits, chunk};
+}
+
+std::int64_t split_row_chunk(const char* kernel, std::int64_t cols, std::int64_t splits, std::int64_t max_splits,
+                             std::int64_t block) {
+  if (splits < 1 || splits > max_splits || splits > 65535)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": argument splits: expected 1 to " +
+                                std::to_string(max_splits) + ", got " + std::to_string(splits));
+  return ((cols + splits - 1) / splits + block - 1) / block * block;
+}
+
+std::int64_t strided_row_programs(std::int64_t rows, const RowOptions& opt) {
+  if (!opt.tuning.looped_programs_per_sm || rows <= 0) return rows;
+  const Target target = tilefuse::target(opt.backend);
+  if (!target.gpu) return rows;
+  return std::min<std::int64_t>(rows, std::int64_t{*opt.tuning.looped_programs_per_sm} * target.sm_count);
+}
+
+}  // namespace tilefuse::kernels

@@ -1,0 +1,79 @@
+// The rules that size the sample row kernels from the row, the dtype, the target and the tuning knobs:
+// warps and registers per program, programs per SM, how a wide row splits over programs or a cluster.
+// The measurements behind each rule are in bench/NOTES.md.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <span>
+
+#include "backend/runtime/program.hpp"
+#include "kernels/rows/options.hpp"
+
+namespace tilefuse::kernels {
+
+/// Everything about a sample kernel's KernelOptions but its parameter names: the key under which its
+/// Kernel is made once.
+struct KernelShape {
+  int warps = 4;          ///< KernelOptions::num_warps
+  int min_programs = 0;   ///< KernelOptions::min_programs_per_sm
+  int cluster = 1;        ///< KernelOptions::cluster_size
+  int carveout = 100;     ///< KernelOptions::shared_carveout
+  friend auto operator<=>(const KernelShape&, const KernelShape&) = default;
+  /// The KernelOptions of this shape with parameters named `params`.
+  KernelOptions options(std::span<const char* const> params) const;
+};
+
+/// Throws std::invalid_argument naming the first field of `tuning` out of its range (see Tuning).
+void validate(const Tuning& tuning);
+
+/// Warps per program for a row tile of `block` elements when each thread holds `per_thread` of them;
+/// 1 to 32 warps.
+int row_warps(std::int64_t block, int per_thread);
+
+/// Row elements per thread for programs that hold a row tile of `block` elements of `element_bytes` in
+/// registers: 64 bytes per thread (16 f32 or 32 f16/bf16: four 16-byte accesses in flight each), but at
+/// least two warps per program where the row allows it; or Tuning::row_elements.
+int row_elements_per_thread(const Tuning& tuning, int element_bytes, std::int64_t block);
+
+/// A row kernel for a row tile of `block` elements of `element_bytes`, asking for room for
+/// `resident_rule` threads per SM (0: none) unless Tuning::resident_threads says otherwise.
+KernelShape row_shape(const Tuning& tuning, int element_bytes, std::int64_t block, int resident_rule = 0);
+
+/// A kernel that loops over a row in pieces of `block`: 16 elements per thread for every dtype (the
+/// 64-byte rule of row_shape is for rows held in registers).
+KernelShape looped_shape(const Tuning& tuning, std::int64_t block);
+
+/// A row kernel that holds its row as `pieces` tiles of `piece` elements of `element_bytes`: the row's
+/// elements per thread split over the pieces and rounded up to a power of two per piece (at least two
+/// warps where the piece allows) set the warps; one piece is row_shape.
+KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t piece, int pieces);
+
+/// A staged kernel of `warps_rule` warps (or Tuning::staged_warps) whose programs hold `stage_bytes` of
+/// shared memory: ptxas is asked to fit as many programs per SM as the H100/H200's 228 KB of shared
+/// memory holds (each block also takes 1 KB of the driver's), so that registers do not become the tighter
+/// limit.
+KernelShape staged_shape(const Tuning& tuning, std::int64_t stage_bytes, int warps_rule);
+
+/// How a row is spread over a thread-block cluster: `splits` programs of `chunk` columns each.
+struct ClusterSplit {
+  std::int64_t splits, chunk;
+};
+
+/// Checks a cluster kernel's shape and splits each row: `splits` programs (0: the fewest that hold a
+/// row, at most `max_piece` columns each; else 1 to 8) of chunk columns, a multiple of 8 so that every
+/// piece starts 16-byte aligned. Errors name the kernel and, for too wide rows, `alternative`.
+ClusterSplit cluster_split(const char* kernel, const char* alternative, std::int64_t rows, std::int64_t cols,
+                           std::int64_t splits, std::int64_t max_piece);
+
+/// Checks the `splits` of a split-row kernel (1 to max_splits) and returns each program's chunk: whole
+/// pieces of `block` columns, so every piece but a row's last is full and aligned.
+std::int64_t split_row_chunk(const char* kernel, std::int64_t cols, std::int64_t splits, std::int64_t max_splits,
+                             std::int64_t block);
+
+/// Programs a row kernel that strides over its rows (`for row in [pid, rows) by programs`) is launched
+/// with: one per row, or with Tuning::looped_programs_per_sm = k at most k per SM of a GPU, so that fewer
+/// rows are in flight and a second pass finds more of its row in L2.
+std::int64_t strided_row_programs(std::int64_t rows, const RowOptions& opt);
+
+}  // namespace tilefuse::kernels

@@ -1,0 +1,70 @@
+// Compile-time shapes for run-time widths: the sample kernels' tile programs take their tile sizes as
+// template arguments, and these pick the instantiation a row of `cols` columns needs. Used by the
+// launchers in the kernels library (users' files never instantiate them).
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace tilefuse::kernels {
+
+/// The smallest power of two >= n (n >= 1).
+constexpr std::int64_t next_pow2(std::int64_t n) {
+  std::int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+/// Calls f.template operator()<BLOCK>() with BLOCK = next_pow2(cols), for BLOCK from MinBlock up to
+/// MaxBlock (powers of two; smaller widths take MinBlock).
+template <int MaxBlock, int MinBlock = 1, class F>
+decltype(auto) with_block(std::int64_t cols, F&& f) {
+  constexpr int first = std::countr_zero(static_cast<unsigned>(MinBlock));
+  return [&]<int... Log>(std::integer_sequence<int, Log...>) -> decltype(auto) {
+    const std::int64_t block = next_pow2(cols) < MinBlock ? MinBlock : next_pow2(cols);
+    using R = decltype(f.template operator()<MinBlock>());
+    if constexpr (std::is_void_v<R>) {
+      (void)((block == (1 << (first + Log)) ? (f.template operator()<(1 << (first + Log))>(), true) : false) || ...);
+    } else {
+      R result{};
+      (void)((block == (1 << (first + Log)) ? (result = f.template operator()<(1 << (first + Log))>(), true) : false) || ...);
+      return result;
+    }
+  }(std::make_integer_sequence<int, std::countr_zero(static_cast<unsigned>(MaxBlock)) - first + 1>{});
+}
+
+/// Calls f.template operator()<PIECE, PIECES>() for a row of `cols` (1 to MaxBlock) held in registers as
+/// PIECES tiles of PIECE columns: three quarter-tiles where the row fits them (cols <= 3/4 of
+/// next_pow2(cols), from 512 columns on), so that at most a quarter tile is masked off, else one tile of
+/// next_pow2(cols).
+template <int MaxBlock, class F>
+void with_pieces(std::int64_t cols, F&& f) {
+  with_block<MaxBlock>(cols, [&]<int BLOCK>() {
+    if constexpr (BLOCK >= 512) {
+      if (cols <= 3 * (BLOCK / 4)) return f.template operator()<BLOCK / 4, 3>();
+    }
+    f.template operator()<BLOCK, 1>();
+  });
+}
+
+/// Columns each pass of a staged kernel moves at once (16 per thread of a 4-warp program).
+inline constexpr int kStagePiece = 2048;
+/// Stage sizes of the staged kernels are multiples of this many elements.
+inline constexpr std::int64_t kStageGranule = 4096;
+/// Widest row piece a staged program holds in shared memory.
+inline constexpr std::int64_t kStageMaxCols = 32768;
+
+/// Calls f.template operator()<STAGE>() with STAGE = cols rounded up to a multiple of kStageGranule, for
+/// cols from 1 to kStageMaxCols: the stage fits the row with less than one granule to spare, so that a
+/// 12288-column row takes 24 KB of shared memory in bf16 rather than the 32 KB of a power of two.
+template <class F>
+void with_stage(std::int64_t cols, F&& f) {
+  [&]<int... K>(std::integer_sequence<int, K...>) {
+    const std::int64_t granules = (cols + kStageGranule - 1) / kStageGranule;
+    (void)((granules == K + 1 ? (f.template operator()<static_cast<int>((K + 1) * kStageGranule)>(), true) : false) || ...);
+  }(std::make_integer_sequence<int, static_cast<int>(kStageMaxCols / kStageGranule)>{});
+}
+
+}  // namespace tilefuse::kernels

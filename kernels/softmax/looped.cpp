@@ -1,0 +1,46 @@
+// The looped softmax (one program per row looping over it, online max and sum) and the split-row pair
+// (partials, then combine and normalize), for f32, f16 and bf16.
+#include <array>
+
+#include "kernels/softmax/launchers.hpp"
+#include "kernels/softmax/programs.hpp"
+
+namespace tilefuse::kernels::softmax_launch {
+
+void looped(const RowCall& call, const Args& a) {
+  check_matrix(call, "in", a.in);
+  check_matrix(call, "out", a.out);
+  const Arg n = i32(call.cols);
+  const std::int64_t programs = strided_row_programs(call.rows, call.opt);
+  with_float_dtype(a.in.dtype, [&]<class T>() {
+    static constexpr const char* params[] = {"in", "out", "stride", "n_cols", "rows"};
+    Program& p = kernel_for<&softmax_looped_program<T, kLoopBlock>>(looped_shape(call.opt.tuning, kLoopBlock),
+                                                                    [] { return std::string("softmax_looped"); }, params);
+    launch(call, p, Grid(programs), std::array{a.in, a.out, n, n, i32(call.rows)});
+  });
+}
+
+void split(const RowCall& call, const Args& a) {
+  check_matrix(call, "in", a.in);
+  check_matrix(call, "out", a.out);
+  const std::int64_t chunk = split_row_chunk(call.entry, call.cols, a.splits, kSoftmaxMaxSplits, kLoopBlock);
+  check_vector(call, "scratch.partial_max", a.partial_max, call.rows * a.splits);
+  check_vector(call, "scratch.partial_sum", a.partial_sum, call.rows * a.splits);
+  const Grid grid(call.rows, a.splits);
+  const Arg n = i32(call.cols), c = i32(chunk);
+  const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
+  with_float_dtype(a.in.dtype, [&]<class T>() {
+    static constexpr const char* partial_params[] = {"in", "partial_max", "partial_sum", "stride", "n_cols", "chunk"};
+    Program& partials = kernel_for<&softmax_partials_program<T, kLoopBlock>>(
+        shape, [] { return std::string("softmax_partials"); }, partial_params);
+    launch(call, partials, grid, std::array{a.in, a.partial_max, a.partial_sum, n, n, c});
+    with_block<kSoftmaxMaxSplits>(a.splits, [&]<int SB>() {
+      static constexpr const char* combine_params[] = {"in", "out", "partial_max", "partial_sum", "stride", "n_cols", "chunk"};
+      Program& combine = kernel_for<&softmax_combine_program<T, kLoopBlock, SB>>(
+          shape, [] { return "softmax_combine_" + std::to_string(SB); }, combine_params);
+      launch(call, combine, grid, std::array{a.in, a.out, a.partial_max, a.partial_sum, n, n, c});
+    });
+  });
+}
+
+}  // namespace tilefuse::kernels::softmax_launch

@@ -1,0 +1,224 @@
+// The softmax tile programs: the fused one-program-per-row softmax and its five-kernel baseline (max,
+// subtract, exp, sum, divide), the looped (online) softmax for rows of any width, the split-row pair
+// (partials, then combine and normalize), the cluster softmax (a row over a thread-block cluster in
+// registers) and the staged softmax (a row through shared memory). Launchers: softmax.hpp.
+#pragma once
+
+#include <tuple>
+
+#include "kernels/rows/programs.hpp"
+
+namespace tilefuse::kernels {
+
+namespace tl = tilefuse::tl;
+
+/// Fused softmax of one row: load (masked tail = -inf), max, exp, sum, divide, store; computed in f32.
+template <class T, int BLOCK>
+void softmax_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  auto mask = cols < n_cols;
+  auto x = tl::cast<tl::f32>(tl::load(in + row * stride + cols, mask, -tl::inf));
+  auto z = x - tl::max(x);
+  auto num = tl::exp(z);
+  tl::store(out + row * stride + cols, tl::cast<T>(num / tl::sum(num)), mask);
+}
+
+/// Unfused step 1: m[row] = max of the row.
+template <class T, int BLOCK>
+void row_max_program(tl::Ptr<T> x, tl::Ptr<T> m, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  tl::store(m + row, tl::max(tl::load(x + row * stride + cols, cols < n_cols, -tl::inf)));
+}
+
+/// Unfused step 2: z = x - m[row].
+template <class T, int BLOCK>
+void subtract_row_program(tl::Ptr<T> x, tl::Ptr<T> m, tl::Ptr<T> z, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  auto mask = cols < n_cols;
+  auto v = tl::cast<tl::f32>(tl::load(x + row * stride + cols, mask)) - tl::cast<tl::f32>(tl::load(m + row));
+  tl::store(z + row * stride + cols, tl::cast<T>(v), mask);
+}
+
+/// Unfused step 3: e = exp(z).
+template <class T, int BLOCK>
+void exp_program(tl::Ptr<T> z, tl::Ptr<T> e, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  auto mask = cols < n_cols;
+  auto v = tl::exp(tl::cast<tl::f32>(tl::load(z + row * stride + cols, mask)));
+  tl::store(e + row * stride + cols, tl::cast<T>(v), mask);
+}
+
+/// Unfused step 4: s[row] = sum of the row.
+template <class T, int BLOCK>
+void row_sum_program(tl::Ptr<T> e, tl::Ptr<T> s, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  auto v = tl::cast<tl::f32>(tl::load(e + row * stride + cols, cols < n_cols));
+  tl::store(s + row, tl::cast<T>(tl::sum(v)));
+}
+
+/// Unfused step 5: y = e / s[row].
+template <class T, int BLOCK>
+void divide_row_program(tl::Ptr<T> e, tl::Ptr<T> s, tl::Ptr<T> y, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {
+  auto row = tl::program_id(0);
+  auto cols = tl::arange<BLOCK>();
+  auto mask = cols < n_cols;
+  auto v = tl::cast<tl::f32>(tl::load(e + row * stride + cols, mask)) / tl::cast<tl::f32>(tl::load(s + row));
+  tl::store(y + row * stride + cols, tl::cast<T>(v), mask);
+}
+
+namespace detail {
+
+// Max and sum of exp(x - max) over columns [start, end) of the row at `base`, in BLOCK-column pieces
+// with a running max and sum per lane (online softmax: each element read once), then across lanes.
+template <class T, int BLOCK>
+std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> online_max_sum(tl::Ptr<T> in, tl::Scalar<tl::i32> base,
+                                                                     tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end) {
+  auto cols = tl::arange<BLOCK>();
+  auto init = std::tuple{tl::full<tl::f32, BLOCK>(-tl::inf), tl::full<tl::f32, BLOCK>(0.0)};
+  auto [m, s] = tl::for_range(start, end, BLOCK, init, [&](auto from, auto m, auto s) {
+    auto idx = from + cols;
+    auto x = tl::cast<tl::f32>(tl::load(in + base + idx, idx < end, -tl::inf));
+    // One exp per element: of x and the running max, one is the new max and its exp term is 1, the other
+    // is scaled by exp(-|x - m|). A masked (-inf) x leaves the lane as it was (-inf - -inf would be NaN).
+    auto d = x - m;
+    auto e = tl::exp(-tl::abs(d));
+    auto s_new = tl::where(x == -tl::inf, s, tl::where(d > 0.0, s * e + 1.0, s + e));
+    return std::tuple{tl::maximum(m, x), s_new};
+  });
+  auto row_max = tl::max(m);
+  return {row_max, tl::sum(tl::where(m == -tl::inf, 0.0, s * tl::exp(m - row_max)))};
+}
+
+// out = exp(x - row_max) / row_sum over columns [start, end) of the row at `base`, last piece first: the
+// pieces the first pass read last are the likeliest still in L2.
+template <class T, int BLOCK>
+void normalize_range(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> base, tl::Scalar<tl::i32> start,
+                     tl::Scalar<tl::i32> end, tl::Scalar<tl::f32> row_max, tl::Scalar<tl::f32> row_sum) {
+  auto cols = tl::arange<BLOCK>();
+  auto turn = reversed_piece_turn<BLOCK>(start, end);
+  tl::for_range(start, end, BLOCK, [&](auto from) {
+    auto idx = (turn - from) + cols;
+    auto mask = idx < end;
+    auto x = tl::cast<tl::f32>(tl::load(in + base + idx, mask));
+    tl::store(out + base + idx, tl::cast<T>(tl::exp(x - row_max) / row_sum), mask);
+  });
+}
+
+}  // namespace detail
+
+/// Softmax of one row of any width, looping over it in BLOCK-column pieces: the first pass keeps a
+/// running max and sum per lane (online softmax: read once), the second writes exp(x - max) / sum
+/// (read again, write once): 3 bytes moved per 2 of the one-program kernel, with no row-width limit.
+template <class T, int BLOCK>
+void softmax_looped_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
+                            tl::Scalar<tl::i32> rows) {
+  auto zero = tl::scalar<tl::i32>(0);
+  tl::for_range(tl::program_id(0), rows, tl::num_programs(0), [&](auto row) {  // one row per program by default
+    auto base = row * stride;
+    auto [row_max, row_sum] = detail::online_max_sum<T, BLOCK>(in, base, zero, n_cols);
+    detail::normalize_range<T, BLOCK>(in, out, base, zero, n_cols, row_max, row_sum);
+  });
+}
+
+/// Split-row softmax, kernel 1 of 2: program (row, split) writes the max and the sum of exp(x - max) of
+/// its `chunk` columns to partial_max/partial_sum[row * splits + split]: the grid-wide reduction's first
+/// pass, for rows too wide (and too few) to keep the GPU busy one program per row.
+template <class T, int BLOCK>
+void softmax_partials_program(tl::Ptr<T> in, tl::Ptr<tl::f32> partial_max, tl::Ptr<tl::f32> partial_sum,
+                              tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols, tl::Scalar<tl::i32> chunk) {
+  auto row = tl::program_id(0);
+  auto split = tl::program_id(1);
+  auto start = split * chunk;
+  auto [m, s] = detail::online_max_sum<T, BLOCK>(in, row * stride, start, tl::minimum(start + chunk, n_cols));
+  tl::store(partial_max + row * tl::num_programs(1) + split, m);
+  tl::store(partial_sum + row * tl::num_programs(1) + split, s);
+}
+
+/// Split-row softmax, kernel 2 of 2: program (row, split) combines the row's SPLITS_BLOCK-padded partials
+/// into the row's max and sum, then normalizes its own chunk.
+template <class T, int BLOCK, int SPLITS_BLOCK>
+void softmax_combine_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Ptr<tl::f32> partial_max, tl::Ptr<tl::f32> partial_sum,
+                             tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols, tl::Scalar<tl::i32> chunk) {
+  auto row = tl::program_id(0);
+  auto split = tl::program_id(1);
+  auto splits = tl::num_programs(1);
+  auto k = tl::arange<SPLITS_BLOCK>();
+  auto valid = k < splits;
+  auto m = tl::load(partial_max + row * splits + k, valid, -tl::inf);
+  auto row_max = tl::max(m);
+  auto s = tl::load(partial_sum + row * splits + k, valid);
+  auto row_sum = tl::sum(tl::where(m == -tl::inf, 0.0, s * tl::exp(m - row_max)));
+  auto start = split * chunk;
+  detail::normalize_range<T, BLOCK>(in, out, row * stride, start, tl::minimum(start + chunk, n_cols), row_max, row_sum);
+}
+
+/// Softmax of rows split over a thread-block cluster, read once: program pid handles columns
+/// [start, start + chunk) of row pid / splits (start = (pid % splits) * chunk) in registers; the row's max
+/// and sum come from its cluster's programs through tl::cluster_max / tl::cluster_sum (distributed shared
+/// memory on sm_90), so each element is read once and written once, as in the one-program kernel.
+template <class T, int BLOCK>
+void softmax_cluster_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
+                             tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits) {
+  auto pid = tl::program_id(0);
+  auto row = pid / splits;
+  auto start = (pid % splits) * chunk;
+  auto lane = tl::arange<BLOCK>();
+  auto mask = lane < tl::minimum(chunk, n_cols - start);  // one bound: a run is tested at its last lane
+  auto base = row * stride + start;
+  auto x = tl::cast<tl::f32>(tl::load(in + base + lane, mask, -tl::inf));
+  auto row_max = tl::cluster_max(tl::max(x));
+  auto e = tl::exp(x - row_max);  // masked lanes: exp(-inf) = 0
+  auto row_sum = tl::cluster_sum(tl::sum(e));
+  tl::store(out + base + lane, tl::cast<T>(e / row_sum), mask);
+}
+
+/// log2(e), for exponentials taken as exp2.
+inline constexpr double kLog2e = 1.4426950408889634;
+
+/// Softmax of rows staged through shared memory, read from global memory once: program pid handles
+/// columns [start, start + chunk) of row pid / splits (one program per row when splits is 1, else a
+/// thread-block cluster per row that combines max and sum through tl::cluster_max / tl::cluster_sum).
+/// The piece is copied into a stage of STAGE elements (asynchronously, all of it in flight at once); pass 1
+/// takes the max from the stage, pass 2 sums exp(x - max), pass 3 writes exp(x - max) / sum. Only PIECE
+/// columns are in registers at a time.
+template <class T, int STAGE, int PIECE>
+void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
+                            tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits) {
+  auto pid = tl::program_id(0);
+  auto row = pid / splits;
+  auto start = (pid % splits) * chunk;
+  // The program's columns, at most STAGE (the launcher guarantees it; saying so lets the compiler drop the
+  // stage bounds tests, and the masks where they are a multiple of PIECE).
+  auto valid = tl::minimum(tl::maximum(tl::minimum(chunk, n_cols - start), 0), STAGE);
+  auto base = row * stride + start;
+  auto cols = tl::arange<PIECE>();
+  auto zero = tl::scalar<tl::i32>(0);
+  tl::Stage<T, STAGE> stage;
+  tl::for_range(zero, valid, PIECE, [&](auto from) {
+    auto idx = from + cols;
+    stage.copy(from, in + base + idx, idx < valid);
+  });
+  // Reads of the stage past `valid` take -inf: the max ignores them and their exp adds 0.
+  auto piece = [&](auto from) { return tl::cast<tl::f32>(stage.template load<PIECE>(from, from + cols < valid, -tl::inf)); };
+  auto [m] = tl::for_range(zero, valid, PIECE, std::tuple{tl::full<tl::f32, PIECE>(-tl::inf)}, [&](auto from, auto m) {
+    return std::tuple{tl::maximum(m, piece(from))};
+  });
+  auto row_max = tl::cluster_max(tl::max(m));
+  auto [s] = tl::for_range(zero, valid, PIECE, std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, auto s) {
+    return std::tuple{s + tl::exp(piece(from) - row_max)};
+  });
+  auto row_sum = tl::cluster_sum(tl::sum(s));
+  // exp(x - max) / sum as one exp2: 2^((x - max) log2(e) - log2(sum)), a multiply-add and an ex2 per element.
+  auto log2_sum = tl::log(row_sum) * kLog2e;
+  tl::for_range(zero, valid, PIECE, [&](auto from) {
+    auto idx = from + cols;
+    tl::store(out + base + idx, tl::cast<T>(tl::exp2((piece(from) - row_max) * kLog2e - log2_sum)), idx < valid);
+  });
+}
+
+}  // namespace tilefuse::kernels

@@ -1,0 +1,138 @@
+// Row softmax: out = softmax(in) over each of `rows` contiguous rows of `cols` elements, in f32, f16 or
+// bf16, by the variant that fits the row (softmax_auto) or the one asked for. The launchers are compiled
+// once in the kernels library; these inline wrappers only check the element type at compile time and
+// pass the buffers on. Tile programs: programs.hpp. Variants: softmax_variants().
+//
+// Buf is DeviceBuffer<H> (GPU or interpreter) or std::span<H> / std::vector<H> (interpreter), with
+// H = float, tilefuse::half or tilefuse::bfloat16. In place (in and out the same buffer) is allowed.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/runtime/program.hpp"
+#include "kernels/rows/operands.hpp"
+#include "kernels/rows/options.hpp"
+#include "kernels/rows/shapes.hpp"
+
+namespace tilefuse::kernels {
+
+/// Widest row one softmax program holds in registers.
+inline constexpr std::int64_t kSoftmaxMaxCols = 16384;
+/// Widest row the cluster softmax takes: 8 programs (the portable cluster size) of 16384 columns.
+inline constexpr std::int64_t kSoftmaxClusterMaxCols = 8 * kSoftmaxMaxCols;
+/// Widest row the staged softmax takes: a cluster of 8 programs of 32768 columns.
+inline constexpr std::int64_t kSoftmaxStagedMaxCols = 8 * kStageMaxCols;
+/// Most splits of one row the split-row softmax supports (the combine kernel holds them as one tile).
+inline constexpr std::int64_t kSoftmaxMaxSplits = 1024;
+/// Largest stage the automatic choice lets one program of a staged cluster hold: 64 KB stages beat the
+/// looped kernel, 128 KB stages lost to it (bench/NOTES.md).
+inline constexpr std::int64_t kSoftmaxAutoMaxStageBytes = 65536;
+
+/// The softmax variants, in the automatic choice's order of preference.
+std::span<const VariantInfo> softmax_variants();
+/// The variant softmax_auto runs for rows of `cols` elements of `element_bytes` on `backend`.
+RowVariant softmax_choice(std::int64_t cols, int element_bytes, const RowOptions& opt = {});
+/// Whether softmax_auto sends rows of `cols` elements of `element_bytes` to the staged kernel: one
+/// program, or a cluster of at most 8 whose stages hold at most kSoftmaxAutoMaxStageBytes each (or
+/// Tuning::stage_bytes when that is larger).
+bool softmax_staged_fits(std::int64_t cols, int element_bytes, Backend backend, const Tuning& tuning = {});
+
+/// Scratch for the split-row softmax: rows x splits partial maxima and sums (f32).
+template <class F32Buf>
+struct SplitScratch {
+  F32Buf partial_max, partial_sum;
+};
+
+/// The five unfused kernels' scratch: m and s hold one value per row, z and e a whole matrix each.
+template <class Buf>
+struct UnfusedScratch {
+  Buf m, z, e, s;
+};
+
+namespace detail {
+/// A softmax call's operands, type-erased: what the compiled launchers take.
+struct SoftmaxArgs {
+  Arg in, out;
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t splits = 0;       ///< split: programs per row; staged and cluster: 0 for the fewest
+  Arg partial_max, partial_sum;  ///< split: the scratch
+};
+/// Runs `variant` (automatic: softmax_choice) on `args`.
+void softmax(RowVariant variant, const SoftmaxArgs& args, const RowOptions& opt);
+/// The five unfused kernels, with scratch m, z, e, s.
+void softmax_unfused(const SoftmaxArgs& args, const Arg (&scratch)[4], const RowOptions& opt);
+}  // namespace detail
+
+/// The programs a launch of `variant` runs for rows of `cols` elements of `dtype` (traced on first use):
+/// what inspection, the goldens and the compile tests look at. `unfused` gives the five-kernel baseline.
+std::vector<const Program*> softmax_programs(RowVariant variant, ir::DType dtype, std::int64_t cols, const RowOptions& opt = {},
+                                             std::int64_t splits = 0);
+/// The five unfused kernels' programs for rows of `cols` elements of `dtype`.
+std::vector<const Program*> softmax_unfused_programs(ir::DType dtype, std::int64_t cols, const RowOptions& opt = {});
+
+/// The fused kernel, one program per row: reads once, rows up to 16384 columns (an error above).
+template <class Buf>
+void softmax(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse softmax: elements must be float, tilefuse::half or tilefuse::bfloat16.");
+  detail::softmax(RowVariant::one_program, {memory_arg(in), memory_arg(out), rows, cols}, opt);
+}
+
+/// Rows of any width, one program per row looping over it: reads each row twice and writes it once.
+template <class Buf>
+void softmax_looped(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse softmax_looped: elements must be float, half or bfloat16.");
+  detail::softmax(RowVariant::looped, {memory_arg(in), memory_arg(out), rows, cols}, opt);
+}
+
+/// Rows up to 131072 columns, each read once: a row wider than 16384 is split over a thread-block cluster
+/// of ceil(cols / 16384) programs (sm_90) that combine their max and sum through distributed shared
+/// memory; narrower rows take the one-program kernel.
+template <class Buf>
+void softmax_cluster(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse softmax_cluster: elements must be float, half or bfloat16.");
+  detail::softmax(RowVariant::cluster, {memory_arg(in), memory_arg(out), rows, cols}, opt);
+}
+
+/// Rows up to 262144 columns, each read once and staged through shared memory: a row is split over
+/// `splits` programs (0: the fewest whose piece fits Tuning::stage_bytes, 32 KB by default; above 1 a
+/// thread-block cluster, sm_90).
+template <class Buf>
+void softmax_staged(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}, std::int64_t splits = 0) {
+  static_assert(holds_floats<Buf>, "tilefuse softmax_staged: elements must be float, half or bfloat16.");
+  detail::softmax(RowVariant::staged, {memory_arg(in), memory_arg(out), rows, cols, splits}, opt);
+}
+
+/// Rows of any width, with the variant chosen from the variant table (softmax_choice) or the one asked
+/// for (the split-row variant needs scratch: call softmax_split).
+template <class Buf>
+void softmax_auto(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {},
+                  RowVariant variant = RowVariant::automatic) {
+  static_assert(holds_floats<Buf>, "tilefuse softmax_auto: elements must be float, half or bfloat16.");
+  detail::softmax(variant, {memory_arg(in), memory_arg(out), rows, cols}, opt);
+}
+
+/// Each row split over `splits` programs and two kernels (partials, then combine and normalize): reads
+/// every element twice and writes it once, like the looped kernel, but spreads a row over the GPU (for
+/// few, wide rows). The scratch holds rows x splits f32 partials each.
+template <class Buf, class F32Buf>
+void softmax_split(Buf& in, Buf& out, SplitScratch<F32Buf>& scratch, std::int64_t rows, std::int64_t cols, std::int64_t splits,
+                   const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse softmax_split: elements must be float, half or bfloat16.");
+  static_assert(holds_f32<F32Buf>, "tilefuse softmax_split: partials are float buffers.");
+  detail::softmax(RowVariant::split,
+                  {memory_arg(in), memory_arg(out), rows, cols, splits, memory_arg(scratch.partial_max), memory_arg(scratch.partial_sum)},
+                  opt);
+}
+
+/// Softmax as five kernels (max, subtract, exp, sum, divide), each a round trip through memory: the
+/// unfused baseline, rows up to 16384 columns.
+template <class Buf>
+void softmax_unfused(Buf& in, Buf& out, UnfusedScratch<Buf>& scratch, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse softmax_unfused: elements must be float, half or bfloat16.");
+  const Arg parts[4] = {memory_arg(scratch.m), memory_arg(scratch.z), memory_arg(scratch.e), memory_arg(scratch.s)};
+  detail::softmax_unfused({memory_arg(in), memory_arg(out), rows, cols}, parts, opt);
+}
+
+}  // namespace tilefuse::kernels
