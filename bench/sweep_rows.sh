@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tuning sweep of the row kernels' knobs on the GPU machine (after run_gpu.sh has built build-gpu):
-# the kernel rows of one table per setting of TILEFUSE_ROW_ELEMENTS x TILEFUSE_ROW_RESIDENT_THREADS, all
-# in OUT_DIR/sweep.md, and (with SWEEP_NCU=1) an ncu profile of the bf16 LayerNorm at 8192 columns.
+# the kernel rows of one table per setting of the bench's --row-elements x --resident-threads flags
+# (kernels::Tuning), all in OUT_DIR/sweep.md, and (with SWEEP_NCU=1) an ncu profile of the bf16 LayerNorm
+# at 8192 columns.
 #   bash bench/sweep_rows.sh OUT_DIR [benchmark_filter]
 set -uo pipefail
 out=${1:?usage: sweep_rows.sh OUT_DIR [filter]}
@@ -11,9 +12,9 @@ tmp=$(mktemp)
 export TILEFUSE_CACHE_DIR=$PWD/build-gpu/kernel-cache
 for elements in ${SWEEP_ELEMENTS:-8 16 32}; do
   for resident in ${SWEEP_RESIDENT:-0 1536 2048}; do
-    TILEFUSE_ROW_ELEMENTS=$elements TILEFUSE_ROW_RESIDENT_THREADS=$resident ./build-gpu/bench/tilefuse_bench \
+    ./build-gpu/bench/tilefuse_bench --row-elements "$elements" --resident-threads "$resident" \
       --benchmark_filter="$filter" --table "$tmp" > /dev/null 2>&1 || echo "sweep e=$elements r=$resident failed"
-    { echo "== TILEFUSE_ROW_ELEMENTS=$elements TILEFUSE_ROW_RESIDENT_THREADS=$resident"
+    { echo "== --row-elements $elements --resident-threads $resident"
       grep -vE "^\| (copy|host)" "$tmp" | grep -E "^\| [a-z]" ; } | tee -a "$out/sweep.md" | awk -F'|' '{print $2,$4,$5,$6,$8}'
   done
 done
