@@ -7,5 +7,7 @@
 #include "dsl/dtype.hpp"
 #include "dsl/kernel.hpp"
 #include "dsl/loop.hpp"
+#include "dsl/memory.hpp"
+#include "dsl/ops.hpp"
 #include "dsl/stage.hpp"
 #include "dsl/tile.hpp"

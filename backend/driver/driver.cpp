@@ -71,6 +71,82 @@ bool resolve(void* lib, const char* symbol, F& out, std::string& reason) {
   return out != nullptr;
 }
 
+// Resolves every entry point from `lib`; on failure `why` says which symbol is missing.
+bool resolve_api(void* lib, Api& a, std::string& why) {
+  // Versioned names: the _v2 entry points are the ones the header's macros select.
+  return resolve(lib, "cuInit", a.init, why) && resolve(lib, "cuGetErrorName", a.get_error_name, why) &&
+      resolve(lib, "cuGetErrorString", a.get_error_string, why) &&
+      resolve(lib, "cuDriverGetVersion", a.driver_get_version, why) && resolve(lib, "cuDeviceGet", a.device_get, why) &&
+      resolve(lib, "cuDeviceGetCount", a.device_get_count, why) &&
+      resolve(lib, "cuDeviceGetName", a.device_get_name, why) &&
+      resolve(lib, "cuDeviceGetAttribute", a.device_get_attribute, why) &&
+      resolve(lib, "cuDeviceTotalMem_v2", a.device_total_mem, why) &&
+      resolve(lib, "cuDevicePrimaryCtxRetain", a.primary_ctx_retain, why) &&
+      resolve(lib, "cuCtxSetCurrent", a.ctx_set_current, why) &&
+      resolve(lib, "cuCtxSynchronize", a.ctx_synchronize, why) && resolve(lib, "cuMemAlloc_v2", a.mem_alloc, why) &&
+      resolve(lib, "cuMemFree_v2", a.mem_free, why) && resolve(lib, "cuMemcpyHtoD_v2", a.memcpy_htod, why) &&
+      resolve(lib, "cuMemcpyDtoH_v2", a.memcpy_dtoh, why) &&
+      resolve(lib, "cuMemcpyDtoDAsync_v2", a.memcpy_dtod_async, why) &&
+      resolve(lib, "cuMemsetD8Async", a.memset_d8_async, why) &&
+      resolve(lib, "cuModuleLoadData", a.module_load_data, why) &&
+      resolve(lib, "cuModuleUnload", a.module_unload, why) &&
+      resolve(lib, "cuModuleGetFunction", a.module_get_function, why) &&
+      resolve(lib, "cuLaunchKernel", a.launch_kernel, why) &&
+      resolve(lib, "cuFuncSetAttribute", a.func_set_attribute, why) &&
+      resolve(lib, "cuStreamCreate", a.stream_create, why) &&
+      resolve(lib, "cuStreamDestroy_v2", a.stream_destroy, why) &&
+      resolve(lib, "cuStreamSynchronize", a.stream_synchronize, why) &&
+      resolve(lib, "cuEventCreate", a.event_create, why) && resolve(lib, "cuEventDestroy_v2", a.event_destroy, why) &&
+      resolve(lib, "cuEventRecord", a.event_record, why) &&
+      resolve(lib, "cuEventSynchronize", a.event_synchronize, why) &&
+      resolve(lib, "cuEventElapsedTime_v2", a.event_elapsed_time, why);
+}
+
+// Starts the driver and reads device 0's properties into `st` (its context retained); false, with
+// st.reason set, when there is no usable device.
+bool start_device(State& st) {
+  const Api& a = st.api;
+  CUresult r = a.init(0);
+  if (r != CUDA_SUCCESS) {
+    st.reason = "the CUDA driver did not start: cuInit failed with " + error_text(a, r);
+    return false;
+  }
+  int count = 0;
+  r = a.device_get_count(&count);
+  if (r != CUDA_SUCCESS || count == 0) {
+    st.reason = r != CUDA_SUCCESS ? "cuDeviceGetCount failed with " + error_text(a, r) : "no CUDA device is present";
+    return false;
+  }
+  CUdevice dev = 0;
+  char name[256] = {};
+  int major = 0, minor = 0, sms = 0, l2 = 0, shared_optin = 0;
+  std::size_t mem = 0;
+  if (a.device_get(&dev, 0) != CUDA_SUCCESS || a.device_get_name(name, sizeof name, dev) != CUDA_SUCCESS ||
+      a.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
+      a.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS ||
+      a.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS ||
+      a.device_get_attribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev) != CUDA_SUCCESS ||
+      a.device_get_attribute(&shared_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) != CUDA_SUCCESS ||
+      a.device_total_mem(&mem, dev) != CUDA_SUCCESS) {
+    st.reason = "could not read the properties of CUDA device 0";
+    return false;
+  }
+  r = a.primary_ctx_retain(&st.context, dev);
+  if (r != CUDA_SUCCESS) {
+    st.reason = "cuDevicePrimaryCtxRetain failed with " + error_text(a, r);
+    return false;
+  }
+  st.info.name = name;
+  st.info.cc_major = major;
+  st.info.cc_minor = minor;
+  st.info.max_shared_per_block = shared_optin;
+  st.info.sm_count = sms;
+  st.info.l2_bytes = l2;
+  st.info.total_memory = mem;
+  a.driver_get_version(&st.info.driver_version);
+  return true;
+}
+
 State& state() {
   static State s = [] {
     State st;
@@ -80,76 +156,7 @@ State& state() {
       st.reason = std::string("no CUDA driver: dlopen(\"libcuda.so.1\") failed: ") + (e ? e : "unknown error");
       return st;
     }
-    Api& a = st.api;
-    std::string& why = st.reason;
-    // Versioned names: the _v2 entry points are the ones the header's macros select.
-    const bool all =
-        resolve(lib, "cuInit", a.init, why) && resolve(lib, "cuGetErrorName", a.get_error_name, why) &&
-        resolve(lib, "cuGetErrorString", a.get_error_string, why) &&
-        resolve(lib, "cuDriverGetVersion", a.driver_get_version, why) && resolve(lib, "cuDeviceGet", a.device_get, why) &&
-        resolve(lib, "cuDeviceGetCount", a.device_get_count, why) &&
-        resolve(lib, "cuDeviceGetName", a.device_get_name, why) &&
-        resolve(lib, "cuDeviceGetAttribute", a.device_get_attribute, why) &&
-        resolve(lib, "cuDeviceTotalMem_v2", a.device_total_mem, why) &&
-        resolve(lib, "cuDevicePrimaryCtxRetain", a.primary_ctx_retain, why) &&
-        resolve(lib, "cuCtxSetCurrent", a.ctx_set_current, why) &&
-        resolve(lib, "cuCtxSynchronize", a.ctx_synchronize, why) && resolve(lib, "cuMemAlloc_v2", a.mem_alloc, why) &&
-        resolve(lib, "cuMemFree_v2", a.mem_free, why) && resolve(lib, "cuMemcpyHtoD_v2", a.memcpy_htod, why) &&
-        resolve(lib, "cuMemcpyDtoH_v2", a.memcpy_dtoh, why) &&
-        resolve(lib, "cuMemcpyDtoDAsync_v2", a.memcpy_dtod_async, why) &&
-        resolve(lib, "cuMemsetD8Async", a.memset_d8_async, why) &&
-        resolve(lib, "cuModuleLoadData", a.module_load_data, why) &&
-        resolve(lib, "cuModuleUnload", a.module_unload, why) &&
-        resolve(lib, "cuModuleGetFunction", a.module_get_function, why) &&
-        resolve(lib, "cuLaunchKernel", a.launch_kernel, why) &&
-        resolve(lib, "cuFuncSetAttribute", a.func_set_attribute, why) &&
-        resolve(lib, "cuStreamCreate", a.stream_create, why) &&
-        resolve(lib, "cuStreamDestroy_v2", a.stream_destroy, why) &&
-        resolve(lib, "cuStreamSynchronize", a.stream_synchronize, why) &&
-        resolve(lib, "cuEventCreate", a.event_create, why) && resolve(lib, "cuEventDestroy_v2", a.event_destroy, why) &&
-        resolve(lib, "cuEventRecord", a.event_record, why) &&
-        resolve(lib, "cuEventSynchronize", a.event_synchronize, why) &&
-        resolve(lib, "cuEventElapsedTime_v2", a.event_elapsed_time, why);
-    if (!all) return st;
-    CUresult r = a.init(0);
-    if (r != CUDA_SUCCESS) {
-      st.reason = "the CUDA driver did not start: cuInit failed with " + error_text(a, r);
-      return st;
-    }
-    int count = 0;
-    r = a.device_get_count(&count);
-    if (r != CUDA_SUCCESS || count == 0) {
-      st.reason = r != CUDA_SUCCESS ? "cuDeviceGetCount failed with " + error_text(a, r) : "no CUDA device is present";
-      return st;
-    }
-    CUdevice dev = 0;
-    char name[256] = {};
-    int major = 0, minor = 0, sms = 0, l2 = 0, shared_optin = 0;
-    std::size_t mem = 0;
-    if (a.device_get(&dev, 0) != CUDA_SUCCESS || a.device_get_name(name, sizeof name, dev) != CUDA_SUCCESS ||
-        a.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
-        a.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS ||
-        a.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS ||
-        a.device_get_attribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev) != CUDA_SUCCESS ||
-        a.device_get_attribute(&shared_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) != CUDA_SUCCESS ||
-        a.device_total_mem(&mem, dev) != CUDA_SUCCESS) {
-      st.reason = "could not read the properties of CUDA device 0";
-      return st;
-    }
-    r = a.primary_ctx_retain(&st.context, dev);
-    if (r != CUDA_SUCCESS) {
-      st.reason = "cuDevicePrimaryCtxRetain failed with " + error_text(a, r);
-      return st;
-    }
-    st.info.name = name;
-    st.info.cc_major = major;
-    st.info.cc_minor = minor;
-    st.info.max_shared_per_block = shared_optin;
-    st.info.sm_count = sms;
-    st.info.l2_bytes = l2;
-    st.info.total_memory = mem;
-    a.driver_get_version(&st.info.driver_version);
-    st.ok = true;
+    st.ok = resolve_api(lib, st.api, st.reason) && start_device(st);
     return st;
   }();
   return s;

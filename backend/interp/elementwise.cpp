@@ -1,93 +1,189 @@
-// The interpreter's elementwise ops: float arithmetic and math in f32 (rounded to f16/bf16 after each
-// op, as the generated code does), integer arithmetic that wraps as the GPU's does, comparisons, masks
-// and where.
+// The interpreter's elementwise ops and reductions: float arithmetic and math in f32 (rounded to f16/bf16
+// after each op, as the generated code does), integer arithmetic that wraps as the GPU's does,
+// comparisons, masks, where, casts, Philox draws, and tile reductions (pairwise f32 sums).
 #include "backend/interp/program.hpp"
 
 #include <algorithm>
 
+#include "backend/numerics/philox.hpp"
+
 namespace tilefuse::interp::detail {
 
+// Constants, splats, pointer offsets, random numbers and casts; everything else is arithmetic.
 void Program::elementwise(const ir::Instr& in) {
+  switch (in.op) {
+    case Op::constant: {
+    Value& r = make(in);
+    const auto& t = type(in.result);
+    const double value = in.as<ir::attr::Constant>().value;
+    if (ir::is_float(t.dtype)) r.f[0] = round_to(t.dtype, value);
+    else r.i[0] = wrap(t.dtype, static_cast<std::int64_t>(value));
+      return;
+    }
+    case Op::splat: {
+    const Value& x = arg(in, 0);
+    Value& r = make(in);
+    r.base = x.base;
+    if (!x.f.empty()) std::fill(r.f.begin(), r.f.end(), x.f[0]);
+    else std::fill(r.i.begin(), r.i.end(), x.i[0]);
+      return;
+    }
+    case Op::ptr_add: {
+    const int base = arg(in, 0).base;
+    Value& r = make(in);
+    r.base = base;
+    for (std::size_t j = 0; j < r.i.size(); ++j) r.i[j] = ix(in, 0, j) + ix(in, 1, j);
+      return;
+    }
+    case Op::rand: {
+    Value& r = make(in);
+    const std::uint64_t seed = static_cast<std::uint64_t>(ix(in, 0, 0));
+    for (std::size_t j = 0; j < r.f.size(); ++j) r.f[j] = philox_uniform(seed, ix(in, 1, j));
+      return;
+    }
+    case Op::cast: {
+    const DType from = type(in.args[0]).dtype, to = type(in.result).dtype;
+    Value& r = make(in);
+    const std::size_t n = size(in.result);
+    for (std::size_t j = 0; j < n; ++j) {
+      if (ir::is_float(to)) r.f[j] = round_to(to, ir::is_float(from) ? fx(in, 0, j) : static_cast<double>(static_cast<float>(ix(in, 0, j))));
+      else if (to == DType::i1) r.i[j] = ir::is_float(from) ? fx(in, 0, j) != 0 : ix(in, 0, j) != 0;
+      else if (ir::is_float(from)) r.i[j] = float_to_int(to, fx(in, 0, j));
+      else r.i[j] = wrap(to, ix(in, 0, j));
+    }
+      return;
+    }
+    default: return arithmetic(in);
+  }
+}
+
+void Program::reduce(const ir::Instr& in) {
   const auto& t = type(in.result);
-  const auto& at = type(in.args[0]);
+  const std::size_t n = size(in.args[0]);
+  Value& r = make(in);
+  if (ir::is_float(t.dtype) && in.op == Op::reduce_sum) {
+    // f32 accumulation in a pairwise tree, like the GPU's thread/warp/block tree (the exact order
+    // differs: tests compare with a tolerance), so the error grows with log n, not n.
+    std::vector<float> level(n);
+    for (std::size_t j = 0; j < n; ++j) level[j] = static_cast<float>(fx(in, 0, j));
+    while (level.size() > 1) {
+      std::vector<float> next((level.size() + 1) / 2);
+      for (std::size_t j = 0; j < next.size(); ++j)
+        next[j] = 2 * j + 1 < level.size() ? level[2 * j] + level[2 * j + 1] : level[2 * j];
+      level.swap(next);
+    }
+    r.f[0] = round_to(t.dtype, level.empty() ? 0.0f : level[0]);
+  } else if (ir::is_float(t.dtype)) {
+    float acc = in.op == Op::reduce_max ? -std::numeric_limits<float>::infinity()
+                                        : std::numeric_limits<float>::infinity();
+    for (std::size_t j = 0; j < n; ++j) {
+      const float x = static_cast<float>(fx(in, 0, j));
+      acc = in.op == Op::reduce_max ? std::fmax(acc, x) : std::fmin(acc, x);
+    }
+    r.f[0] = round_to(t.dtype, acc);
+  } else {
+    std::int64_t acc = in.op == Op::reduce_sum ? 0
+                       : in.op == Op::reduce_max ? std::numeric_limits<std::int64_t>::min()
+                                                 : std::numeric_limits<std::int64_t>::max();
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::int64_t x = ix(in, 0, j);
+      acc = in.op == Op::reduce_sum ? wrap(t.dtype, acc + x) : in.op == Op::reduce_max ? std::max(acc, x) : std::min(acc, x);
+    }
+    r.i[0] = acc;
+  }
+}
+
+namespace {
+
+// Element j of operand k of `in` (a scalar operand broadcasts).
+template <class V>
+auto element(const V& x, std::size_t j) {
+  return x.size() == 1 ? x[0] : x[j];
+}
+
+// Whether `op` is a comparison; if so, its result for (a, b) goes to `bit`.
+bool float_compare(Op op, float a, float b, std::int64_t& bit) {
+  switch (op) {
+    case Op::lt: bit = a < b; return true;
+    case Op::le: bit = a <= b; return true;
+    case Op::gt: bit = a > b; return true;
+    case Op::ge: bit = a >= b; return true;
+    case Op::eq: bit = a == b; return true;
+    case Op::ne: bit = a != b; return true;
+    default: return false;
+  }
+}
+
+// Wrapping integer arithmetic in 64 bits, narrowed to `d` by the caller's wrap().
+std::int64_t add_wrapping(std::int64_t a, std::int64_t b) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b)); }
+std::int64_t sub_wrapping(std::int64_t a, std::int64_t b) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b)); }
+std::int64_t mul_wrapping(std::int64_t a, std::int64_t b) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b)); }
+
+}  // namespace
+
+void Program::arithmetic(const ir::Instr& in) {
+  const auto& t = type(in.result);
   Value& r = make(in);
   const std::size_t n = size(in.result);
-  const bool float_operands = ir::is_float(at.dtype);
+  const bool float_operands = ir::is_float(type(in.args[0]).dtype);
   for (std::size_t j = 0; j < n; ++j) {
-    auto f = [&](std::size_t k) { const auto& x = vals_[in.args[k]].f; return static_cast<float>(x.size() == 1 ? x[0] : x[j]); };
-    auto i = [&](std::size_t k) { const auto& x = vals_[in.args[k]].i; return x.size() == 1 ? x[0] : x[j]; };
-    if (float_operands) {
-      float x = 0;
-      bool is_mask = true;
-      switch (in.op) {
-        case Op::lt: r.i[j] = f(0) < f(1); break;
-        case Op::le: r.i[j] = f(0) <= f(1); break;
-        case Op::gt: r.i[j] = f(0) > f(1); break;
-        case Op::ge: r.i[j] = f(0) >= f(1); break;
-        case Op::eq: r.i[j] = f(0) == f(1); break;
-        case Op::ne: r.i[j] = f(0) != f(1); break;
-        default: is_mask = false; break;
-      }
-      if (is_mask) continue;
-      switch (in.op) {
-        case Op::add: x = f(0) + f(1); break;
-        case Op::sub: x = f(0) - f(1); break;
-        case Op::mul: x = f(0) * f(1); break;
-        case Op::div: x = f(0) / f(1); break;
-        case Op::minimum: x = std::fmin(f(0), f(1)); break;
-        case Op::maximum: x = std::fmax(f(0), f(1)); break;
-        case Op::neg: x = -f(0); break;
-        case Op::exp: x = std::exp(f(0)); break;
-        case Op::exp2: x = std::exp2(f(0)); break;
-        case Op::log: x = std::log(f(0)); break;
-        case Op::sqrt: x = std::sqrt(f(0)); break;
-        case Op::rsqrt: x = 1.0f / std::sqrt(f(0)); break;
-        case Op::erf: x = std::erf(f(0)); break;
-        case Op::abs: x = std::fabs(f(0)); break;
-        default: fail(in, "unsupported float op");
-      }
-      r.f[j] = round_to(t.dtype, x);
-      continue;
-    }
-    if (in.op == Op::select) {
-      const bool c = i(0) != 0;
-      if (ir::is_float(t.dtype)) {
-        const auto& a = vals_[in.args[1]].f;
-        const auto& b = vals_[in.args[2]].f;
-        r.f[j] = c ? (a.size() == 1 ? a[0] : a[j]) : (b.size() == 1 ? b[0] : b[j]);
-      } else {
-        r.i[j] = c ? i(1) : i(2);
-      }
-      continue;
-    }
-    const DType d = at.dtype;
-    std::int64_t x = 0;
-    switch (in.op) {
-      case Op::add: x = wrap(d, static_cast<std::int64_t>(static_cast<std::uint64_t>(i(0)) + static_cast<std::uint64_t>(i(1)))); break;
-      case Op::sub: x = wrap(d, static_cast<std::int64_t>(static_cast<std::uint64_t>(i(0)) - static_cast<std::uint64_t>(i(1)))); break;
-      case Op::mul: x = wrap(d, static_cast<std::int64_t>(static_cast<std::uint64_t>(i(0)) * static_cast<std::uint64_t>(i(1)))); break;
-      case Op::div:
-      case Op::rem:
-        if (i(1) == 0) fail(in, "integer division by zero at element " + std::to_string(j));
-        if (i(1) == -1) x = in.op == Op::div ? wrap(d, static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(i(0)))) : 0;
-        else x = in.op == Op::div ? i(0) / i(1) : i(0) % i(1);
-        break;
-      case Op::minimum: x = std::min(i(0), i(1)); break;
-      case Op::maximum: x = std::max(i(0), i(1)); break;
-      case Op::neg: x = wrap(d, static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(i(0)))); break;
-      case Op::abs: x = wrap(d, i(0) < 0 ? static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(i(0))) : i(0)); break;
-      case Op::lt: x = i(0) < i(1); break;
-      case Op::le: x = i(0) <= i(1); break;
-      case Op::gt: x = i(0) > i(1); break;
-      case Op::ge: x = i(0) >= i(1); break;
-      case Op::eq: x = i(0) == i(1); break;
-      case Op::ne: x = i(0) != i(1); break;
-      case Op::logical_and: x = i(0) && i(1); break;
-      case Op::logical_or: x = i(0) || i(1); break;
-      case Op::logical_not: x = !i(0); break;
-      default: fail(in, "unsupported integer op");
-    }
-    r.i[j] = x;
+    if (float_operands) float_element(in, j, r, t.dtype);
+    else if (in.op == Op::select && ir::is_float(t.dtype)) r.f[j] = ix(in, 0, j) != 0 ? element(arg(in, 1).f, j) : element(arg(in, 2).f, j);
+    else r.i[j] = int_element(in, j);
+  }
+}
+
+void Program::float_element(const ir::Instr& in, std::size_t j, Value& r, DType result) const {
+  auto f = [&](std::size_t k) { return static_cast<float>(fx(in, k, j)); };
+  if (in.args.size() == 2 && float_compare(in.op, f(0), f(1), r.i[j])) return;
+  float x = 0;
+  switch (in.op) {
+    case Op::add: x = f(0) + f(1); break;
+    case Op::sub: x = f(0) - f(1); break;
+    case Op::mul: x = f(0) * f(1); break;
+    case Op::div: x = f(0) / f(1); break;
+    case Op::minimum: x = std::fmin(f(0), f(1)); break;
+    case Op::maximum: x = std::fmax(f(0), f(1)); break;
+    case Op::neg: x = -f(0); break;
+    case Op::exp: x = std::exp(f(0)); break;
+    case Op::exp2: x = std::exp2(f(0)); break;
+    case Op::log: x = std::log(f(0)); break;
+    case Op::sqrt: x = std::sqrt(f(0)); break;
+    case Op::rsqrt: x = 1.0f / std::sqrt(f(0)); break;
+    case Op::erf: x = std::erf(f(0)); break;
+    case Op::abs: x = std::fabs(f(0)); break;
+    default: fail(in, "unsupported float op");
+  }
+  r.f[j] = round_to(result, x);
+}
+
+std::int64_t Program::int_element(const ir::Instr& in, std::size_t j) const {
+  auto i = [&](std::size_t k) { return ix(in, k, j); };
+  const DType d = type(in.args[0]).dtype;
+  switch (in.op) {
+    case Op::select: return i(0) != 0 ? i(1) : i(2);
+    case Op::add: return wrap(d, add_wrapping(i(0), i(1)));
+    case Op::sub: return wrap(d, sub_wrapping(i(0), i(1)));
+    case Op::mul: return wrap(d, mul_wrapping(i(0), i(1)));
+    case Op::div:
+    case Op::rem:
+      if (i(1) == 0) fail(in, "integer division by zero at element " + std::to_string(j));
+      if (i(1) == -1) return in.op == Op::div ? wrap(d, sub_wrapping(0, i(0))) : 0;
+      return in.op == Op::div ? i(0) / i(1) : i(0) % i(1);
+    case Op::minimum: return std::min(i(0), i(1));
+    case Op::maximum: return std::max(i(0), i(1));
+    case Op::neg: return wrap(d, sub_wrapping(0, i(0)));
+    case Op::abs: return wrap(d, i(0) < 0 ? sub_wrapping(0, i(0)) : i(0));
+    case Op::lt: return i(0) < i(1);
+    case Op::le: return i(0) <= i(1);
+    case Op::gt: return i(0) > i(1);
+    case Op::ge: return i(0) >= i(1);
+    case Op::eq: return i(0) == i(1);
+    case Op::ne: return i(0) != i(1);
+    case Op::logical_and: return i(0) && i(1);
+    case Op::logical_or: return i(0) || i(1);
+    case Op::logical_not: return !i(0);
+    default: fail(in, "unsupported integer op");
   }
 }
 

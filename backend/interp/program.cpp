@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backend/numerics/philox.hpp"
 
 namespace tilefuse::interp::detail {
 
@@ -105,182 +104,39 @@ void Program::run_loop(const ir::Instr& in) {
   for (std::size_t k = 0; k < carried; ++k) vals_[in.results[k]] = vals_[in.block_args[k + 1]];
 }
 
+// One instruction, dispatched by its op-table family (as code generation lowers it).
 void Program::step(const ir::Instr& in) {
-  auto& V = vals_;
-  if (ir::op_info(in.op).region) return run_loop(in);
-  auto arg = [&](std::size_t k) -> const Value& { return V[in.args.at(k)]; };
-  // Element j of operand k (scalars broadcast, though tracing already splats them).
-  auto fx = [&](std::size_t k, std::size_t j) { const auto& x = arg(k).f; return x.size() == 1 ? x[0] : x[j]; };
-  auto ix = [&](std::size_t k, std::size_t j) { const auto& x = arg(k).i; return x.size() == 1 ? x[0] : x[j]; };
+  switch (ir::op_info(in.op).family) {
+    case ir::Family::geometry: return geometry(in);
+    case ir::Family::elementwise: return elementwise(in);
+    case ir::Family::memory: return in.op == Op::load ? load(in) : store(in);
+    case ir::Family::reduction: return reduce(in);
+    case ir::Family::stage: return in.op == Op::stage_load ? stage_load(in) : in.op == Op::stage_copy ? stage_copy(in) : stage_store(in);
+    case ir::Family::control: return run_loop(in);
+    case ir::Family::cluster: fail(in, "a cluster reduction runs only in a cluster's lockstep (run())");
+  }
+}
+
+void Program::geometry(const ir::Instr& in) {
   switch (in.op) {
     case Op::param: {
-      Value& r = make(in);
-      const auto& t = type(in.result);
-      const int index = in.as<ir::attr::Param>().index;
-      const HostArg& a = args_[index];
-      if (t.pointer) { r.base = index; r.i[0] = 0; }
-      else if (ir::is_float(t.dtype)) r.f[0] = round_to(t.dtype, a.f);
-      else r.i[0] = wrap(t.dtype, a.i);
+    Value& r = make(in);
+    const auto& t = type(in.result);
+    const int index = in.as<ir::attr::Param>().index;
+    const HostArg& a = args_[index];
+    if (t.pointer) { r.base = index; r.i[0] = 0; }
+    else if (ir::is_float(t.dtype)) r.f[0] = round_to(t.dtype, a.f);
+    else r.i[0] = wrap(t.dtype, a.i);
       return;
     }
     case Op::program_id: make(in).i[0] = pid_[in.as<ir::attr::Axis>().axis]; return;
     case Op::num_programs: make(in).i[0] = grid_[in.as<ir::attr::Axis>().axis]; return;
-    case Op::arange: {
-      Value& r = make(in);
-      for (std::size_t j = 0; j < r.i.size(); ++j) r.i[j] = static_cast<std::int64_t>(j);
+    default: {  // arange
+    Value& r = make(in);
+    for (std::size_t j = 0; j < r.i.size(); ++j) r.i[j] = static_cast<std::int64_t>(j);
       return;
     }
-    case Op::constant: {
-      Value& r = make(in);
-      const auto& t = type(in.result);
-      const double value = in.as<ir::attr::Constant>().value;
-      if (ir::is_float(t.dtype)) r.f[0] = round_to(t.dtype, value);
-      else r.i[0] = wrap(t.dtype, static_cast<std::int64_t>(value));
-      return;
-    }
-    case Op::splat: {
-      const Value& x = arg(0);
-      Value& r = make(in);
-      r.base = x.base;
-      if (!x.f.empty()) std::fill(r.f.begin(), r.f.end(), x.f[0]);
-      else std::fill(r.i.begin(), r.i.end(), x.i[0]);
-      return;
-    }
-    case Op::ptr_add: {
-      const int base = arg(0).base;
-      Value& r = make(in);
-      r.base = base;
-      for (std::size_t j = 0; j < r.i.size(); ++j) r.i[j] = ix(0, j) + ix(1, j);
-      return;
-    }
-    case Op::load: {
-      const auto& t = type(in.result);
-      const int base = arg(0).base;
-      const bool masked = in.args.size() >= 2;
-      Value& r = make(in);
-      const std::size_t n = size(in.result);
-      for (std::size_t j = 0; j < n; ++j) {
-        const bool on = !masked || ix(1, j) != 0;
-        if (ir::is_float(t.dtype)) r.f[j] = on ? read_float(in, base, ix(0, j), t.dtype) : (masked ? fx(2, j) : 0.0);
-        else r.i[j] = on ? read_int(in, base, ix(0, j), t.dtype) : (masked ? ix(2, j) : 0);
-      }
-      return;
-    }
-    case Op::store: {
-      const auto& pt = type(in.args[0]);
-      const int base = arg(0).base;
-      const bool masked = in.args.size() == 3;
-      const std::size_t n = size(in.args[0]);
-      for (std::size_t j = 0; j < n; ++j) {
-        if (masked && ix(2, j) == 0) continue;
-        if (ir::is_float(pt.dtype)) write(in, base, ix(0, j), pt.dtype, fx(1, j), 0);
-        else write(in, base, ix(0, j), pt.dtype, 0, ix(1, j));
-      }
-      return;
-    }
-    case Op::reduce_max:
-    case Op::reduce_min:
-    case Op::reduce_sum: {
-      const auto& t = type(in.result);
-      const std::size_t n = size(in.args[0]);
-      Value& r = make(in);
-      if (ir::is_float(t.dtype) && in.op == Op::reduce_sum) {
-        // f32 accumulation in a pairwise tree, like the GPU's thread/warp/block tree (the exact order
-        // differs: tests compare with a tolerance), so the error grows with log n, not n.
-        std::vector<float> level(n);
-        for (std::size_t j = 0; j < n; ++j) level[j] = static_cast<float>(fx(0, j));
-        while (level.size() > 1) {
-          std::vector<float> next((level.size() + 1) / 2);
-          for (std::size_t j = 0; j < next.size(); ++j)
-            next[j] = 2 * j + 1 < level.size() ? level[2 * j] + level[2 * j + 1] : level[2 * j];
-          level.swap(next);
-        }
-        r.f[0] = round_to(t.dtype, level.empty() ? 0.0f : level[0]);
-      } else if (ir::is_float(t.dtype)) {
-        float acc = in.op == Op::reduce_max ? -std::numeric_limits<float>::infinity()
-                                            : std::numeric_limits<float>::infinity();
-        for (std::size_t j = 0; j < n; ++j) {
-          const float x = static_cast<float>(fx(0, j));
-          acc = in.op == Op::reduce_max ? std::fmax(acc, x) : std::fmin(acc, x);
-        }
-        r.f[0] = round_to(t.dtype, acc);
-      } else {
-        std::int64_t acc = in.op == Op::reduce_sum ? 0
-                           : in.op == Op::reduce_max ? std::numeric_limits<std::int64_t>::min()
-                                                     : std::numeric_limits<std::int64_t>::max();
-        for (std::size_t j = 0; j < n; ++j) {
-          const std::int64_t x = ix(0, j);
-          acc = in.op == Op::reduce_sum ? wrap(t.dtype, acc + x) : in.op == Op::reduce_max ? std::max(acc, x) : std::min(acc, x);
-        }
-        r.i[0] = acc;
-      }
-      return;
-    }
-    case Op::stage_store: {
-      // Element offset + j of the stage, where the mask allows and inside the stage (outside: dropped).
-      Value& st = stages_[stage_of(in)];
-      const DType dt = fn_.stages[stage_of(in)].dtype;
-      const std::int64_t off = ix(0, 0), n = fn_.stages[stage_of(in)].size;
-      const bool masked = in.args.size() == 3;
-      for (std::size_t j = 0; j < size(in.args[1]); ++j) {
-        const std::int64_t q = off + static_cast<std::int64_t>(j);
-        if ((masked && ix(2, j) == 0) || q < 0 || q >= n) continue;
-        if (ir::is_float(dt)) st.f[q] = round_to(dt, fx(1, j));
-        else st.i[q] = wrap(dt, ix(1, j));
-      }
-      return;
-    }
-    case Op::stage_copy: {
-      // Completes at once here; on the GPU it completes before the stage's next access, with the same result.
-      Value& st = stages_[stage_of(in)];
-      const DType dt = fn_.stages[stage_of(in)].dtype;
-      const std::int64_t off = ix(0, 0), n = fn_.stages[stage_of(in)].size;
-      const int base = arg(1).base;
-      const bool masked = in.args.size() == 3;
-      for (std::size_t j = 0; j < size(in.args[1]); ++j) {
-        const std::int64_t q = off + static_cast<std::int64_t>(j);
-        if (q < 0 || q >= n) continue;
-        const bool on = !masked || ix(2, j) != 0;
-        if (ir::is_float(dt)) st.f[q] = on ? read_float(in, base, ix(1, j), dt) : 0.0;
-        else st.i[q] = on ? read_int(in, base, ix(1, j), dt) : 0;
-      }
-      return;
-    }
-    case Op::stage_load: {
-      const Value& st = stages_[stage_of(in)];
-      const DType dt = fn_.stages[stage_of(in)].dtype;
-      const std::int64_t off = ix(0, 0), n = fn_.stages[stage_of(in)].size;
-      const bool masked = in.args.size() == 3;
-      Value& r = make(in);
-      for (std::size_t j = 0; j < size(in.result); ++j) {
-        const std::int64_t q = off + static_cast<std::int64_t>(j);
-        const bool on = (!masked || ix(1, j) != 0) && q >= 0 && q < n;
-        if (ir::is_float(dt)) r.f[j] = on ? st.f[q] : (masked ? fx(2, j) : 0.0);
-        else r.i[j] = on ? st.i[q] : (masked ? ix(2, j) : 0);
-      }
-      return;
-    }
-    case Op::rand: {
-      Value& r = make(in);
-      const std::uint64_t seed = static_cast<std::uint64_t>(ix(0, 0));
-      for (std::size_t j = 0; j < r.f.size(); ++j) r.f[j] = philox_uniform(seed, ix(1, j));
-      return;
-    }
-    case Op::cast: {
-      const DType from = type(in.args[0]).dtype, to = type(in.result).dtype;
-      Value& r = make(in);
-      const std::size_t n = size(in.result);
-      for (std::size_t j = 0; j < n; ++j) {
-        if (ir::is_float(to)) r.f[j] = round_to(to, ir::is_float(from) ? fx(0, j) : static_cast<double>(static_cast<float>(ix(0, j))));
-        else if (to == DType::i1) r.i[j] = ir::is_float(from) ? fx(0, j) != 0 : ix(0, j) != 0;
-        else if (ir::is_float(from)) r.i[j] = float_to_int(to, fx(0, j));
-        else r.i[j] = wrap(to, ix(0, j));
-      }
-      return;
-    }
-    default: break;
   }
-  elementwise(in);
 }
 
 }  // namespace tilefuse::interp::detail

@@ -1,6 +1,6 @@
 // The interpreter's state for one program: its SSA values, its stages, and how each instruction is
-// run over them (program.cpp: control, memory, stages, reductions; elementwise.cpp: arithmetic). Internal
-// to backend/interp/.
+// run over them (program.cpp: dispatch, control, geometry; memory.cpp: loads, stores and stages;
+// elementwise.cpp: arithmetic, casts, reductions). Internal to backend/interp/.
 #pragma once
 
 #include <cmath>
@@ -95,7 +95,30 @@ class Program {
   void run_block(const std::vector<ir::Instr>& block);
   void run_loop(const ir::Instr& in);
   void step(const ir::Instr& in);
+  void geometry(const ir::Instr& in);
+  void load(const ir::Instr& in);
+  void store(const ir::Instr& in);
+  void stage_store(const ir::Instr& in);
+  void stage_copy(const ir::Instr& in);
+  void stage_load(const ir::Instr& in);
   void elementwise(const ir::Instr& in);
+  void arithmetic(const ir::Instr& in);
+  /// Element j of a float-operand op into r (comparisons into r.i, arithmetic rounded to `result` into r.f).
+  void float_element(const ir::Instr& in, std::size_t j, Value& r, DType result) const;
+  /// Element j of an integer- or mask-operand op.
+  std::int64_t int_element(const ir::Instr& in, std::size_t j) const;
+  void reduce(const ir::Instr& in);
+  /// Operand k of `in`.
+  const Value& arg(const ir::Instr& in, std::size_t k) const { return vals_[in.args.at(k)]; }
+  /// Element j of operand k as a float or an integer (a scalar operand broadcasts).
+  double fx(const ir::Instr& in, std::size_t k, std::size_t j) const {
+    const auto& x = arg(in, k).f;
+    return x.size() == 1 ? x[0] : x[j];
+  }
+  std::int64_t ix(const ir::Instr& in, std::size_t k, std::size_t j) const {
+    const auto& x = arg(in, k).i;
+    return x.size() == 1 ? x[0] : x[j];
+  }
 
   const ir::Function& fn_;
   std::span<const HostArg> args_;

@@ -15,17 +15,25 @@ using test::occurrences;
 
 namespace {
 
-// Which entry point a check runs: layernorm, layernorm_looped, layernorm_auto (looped above 16384
-// columns) or layernorm_split. The looped and split kernels' one-pass shifted variance allows 1e-4 on rstd.
-enum class Variant { one_program, looped, automatic, split, cluster, staged };
+using kernels::RowVariant;
 
+// Whether `variant` (automatic: layernorm_auto's choice for `cols`) sums in one pass over the row (the
+// looped and split kernels' shifted variance), which allows 1e-4 on rstd instead of 1e-5.
+bool one_pass_variance(RowVariant variant, std::int64_t cols, int element_bytes) {
+  if (variant == RowVariant::automatic) variant = kernels::layernorm_choice(cols, element_bytes, {Backend::interpreter});
+  for (const auto& v : kernels::layernorm_variants())
+    if (v.variant == variant) return v.reads == 2;
+  return false;
+}
+
+// LayerNorm `variant` (split and cluster over `splits` programs per row) in the interpreter against
+// float64; `mean` and `stddev` shape the random rows.
 template <class H>
 void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, float stddev = 1.f,
-                     Variant variant = Variant::one_program, std::int64_t splits = 1) {
+                     RowVariant variant = RowVariant::one_program, std::int64_t splits = 1) {
   const auto seed = std::random_device{}();
-  const char* names[] = {"layernorm ", "layernorm_looped ", "layernorm_auto ", "layernorm_split ", "layernorm_cluster ",
-                         "layernorm_staged "};
-  SCOPED_TRACE(std::string(names[static_cast<int>(variant)]) + "splits " + std::to_string(splits) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  SCOPED_TRACE(std::string("layernorm ") + kernels::variant_name(variant) + " splits " + std::to_string(splits) + " " +
+               std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   auto x = reference::random_vector<H>(rows * cols, seed, mean, stddev);
   auto w = reference::random_vector<H>(cols, seed + 1);
   auto b = reference::random_vector<H>(cols, seed + 2);
@@ -33,20 +41,11 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, flo
   kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows, std::nanf("")), std::vector<float>(rows, std::nanf(""))};
   kernels::NormSplitScratch<std::vector<float>> scratch{std::vector<float>(rows * splits, std::nanf("")),
                                                         std::vector<float>(rows * splits, std::nanf(""))};
-  switch (variant) {
-    case Variant::one_program: kernels::layernorm(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter}); break;
-    case Variant::looped: kernels::layernorm_looped(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter}); break;
-    case Variant::automatic: kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter}); break;
-    case Variant::split:
-      kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, splits, 1e-5f, {Backend::interpreter});
-      break;
-    case Variant::staged: kernels::layernorm_staged(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter}); break;
-    case Variant::cluster:
-      kernels::layernorm_cluster(x, w, b, y, stats, rows, cols, 1e-5f, {Backend::interpreter}, splits);
-      break;
-  }
-  const bool looped = variant == Variant::looped || variant == Variant::split ||  // (cluster and staged are two-pass)
-                      (variant == Variant::automatic && cols > kernels::kNormMaxCols);
+  const kernels::RowOptions opt{Backend::interpreter};
+  if (variant == RowVariant::split) kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, splits, 1e-5f, opt);
+  else if (variant == RowVariant::cluster) kernels::layernorm_cluster(x, w, b, y, stats, rows, cols, 1e-5f, opt, splits);
+  else kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, opt, variant);
+  const bool looped = one_pass_variance(variant, cols, sizeof(H));  // (cluster and staged are two-pass)
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
   const double tol = reference::tolerance<H>();
@@ -191,30 +190,30 @@ TEST(NormNvrtc, CompileWithoutSpillsF16) { compile_all_norms(ir::DType::f16); }
 TEST(NormNvrtc, CompileWithoutSpillsBf16) { compile_all_norms(ir::DType::bf16); }
 
 TEST(LayerNormInterp, LoopedAnyWidth) {
-  for (std::int64_t cols : {1, 7, 4096, 5000, 20000}) check_layernorm<float>(3, cols, 0.f, 1.f, Variant::looped);
-  check_layernorm<float>(2, 20000, 1e4f, 1.f, Variant::looped);  // large mean: the shift keeps the variance
-  for (std::int64_t cols : {1000, 16384, 16385}) check_layernorm<float>(2, cols, 0.f, 1.f, Variant::automatic);
-  check_layernorm<bfloat16>(2, 65536, 0.f, 1.f, Variant::looped);
-  check_layernorm<half>(2, 12288, 0.f, 1.f, Variant::looped);
+  for (std::int64_t cols : {1, 7, 4096, 5000, 20000}) check_layernorm<float>(3, cols, 0.f, 1.f, RowVariant::looped);
+  check_layernorm<float>(2, 20000, 1e4f, 1.f, RowVariant::looped);  // large mean: the shift keeps the variance
+  for (std::int64_t cols : {1000, 16384, 16385}) check_layernorm<float>(2, cols, 0.f, 1.f, RowVariant::automatic);
+  check_layernorm<bfloat16>(2, 65536, 0.f, 1.f, RowVariant::looped);
+  check_layernorm<half>(2, 12288, 0.f, 1.f, RowVariant::looped);
 }
 
 TEST(LayerNormInterp, SplitRowAnyWidth) {
-  check_layernorm<float>(3, 1, 0.f, 1.f, Variant::split, 1);
-  check_layernorm<float>(3, 5000, 0.f, 1.f, Variant::split, 2);
-  check_layernorm<float>(2, 20001, 0.f, 1.f, Variant::split, 3);   // not a multiple of the split or the piece
-  check_layernorm<float>(2, 9000, 0.f, 1.f, Variant::split, 8);    // more splits than pieces: idle programs
-  check_layernorm<float>(2, 20000, 1e4f, 1.f, Variant::split, 4);  // large mean: every chunk shifts by x[row, 0]
-  check_layernorm<bfloat16>(2, 131072, 0.f, 1.f, Variant::split, 16);
-  check_layernorm<half>(3, 12288, 0.f, 1.f, Variant::split, 3);
+  check_layernorm<float>(3, 1, 0.f, 1.f, RowVariant::split, 1);
+  check_layernorm<float>(3, 5000, 0.f, 1.f, RowVariant::split, 2);
+  check_layernorm<float>(2, 20001, 0.f, 1.f, RowVariant::split, 3);   // not a multiple of the split or the piece
+  check_layernorm<float>(2, 9000, 0.f, 1.f, RowVariant::split, 8);    // more splits than pieces: idle programs
+  check_layernorm<float>(2, 20000, 1e4f, 1.f, RowVariant::split, 4);  // large mean: every chunk shifts by x[row, 0]
+  check_layernorm<bfloat16>(2, 131072, 0.f, 1.f, RowVariant::split, 16);
+  check_layernorm<half>(3, 12288, 0.f, 1.f, RowVariant::split, 3);
 }
 
 TEST(LayerNormInterp, ClusterReadsOnceTwoPass) {
-  check_layernorm<float>(3, 100, 0.f, 1.f, Variant::cluster, 0);        // one program per row
-  check_layernorm<bfloat16>(3, 12288, 0.f, 1.f, Variant::cluster, 3);   // 3 x 4096, no ragged piece
-  check_layernorm<float>(2, 20001, 0.f, 1.f, Variant::cluster, 0);      // 2 pieces, the last one short
-  check_layernorm<float>(2, 20001, 1e4f, 1.f, Variant::cluster, 3);     // large mean: exact like the one-program kernel
-  check_layernorm<half>(2, 50000, 0.f, 1.f, Variant::cluster, 0);       // 4 pieces
-  check_layernorm<bfloat16>(2, 131072, 0.f, 1.f, Variant::cluster, 0);  // 8 pieces
+  check_layernorm<float>(3, 100, 0.f, 1.f, RowVariant::cluster, 0);        // one program per row
+  check_layernorm<bfloat16>(3, 12288, 0.f, 1.f, RowVariant::cluster, 3);   // 3 x 4096, no ragged piece
+  check_layernorm<float>(2, 20001, 0.f, 1.f, RowVariant::cluster, 0);      // 2 pieces, the last one short
+  check_layernorm<float>(2, 20001, 1e4f, 1.f, RowVariant::cluster, 3);     // large mean: exact like the one-program kernel
+  check_layernorm<half>(2, 50000, 0.f, 1.f, RowVariant::cluster, 0);       // 4 pieces
+  check_layernorm<bfloat16>(2, 131072, 0.f, 1.f, RowVariant::cluster, 0);  // 8 pieces
   std::vector<float> x(200000), w(200000), b(200000), y(200000);
   kernels::RowStats<std::vector<float>> stats{std::vector<float>(1), std::vector<float>(1)};
   EXPECT_THROW(kernels::layernorm_cluster(x, w, b, y, stats, 1, 131073, 1e-5f, {Backend::interpreter}), std::invalid_argument);
@@ -258,11 +257,20 @@ TEST(NormNvrtc, LoopedLayerNormCompilesWithoutSpills) {
 
 TEST(LayerNormInterp, StagedMatchesFloat64) {
   for (std::int64_t cols : {1, 7, 1000, 2048, 2049, 4097, 12288}) {
-    check_layernorm<float>(2, cols, 0.f, 1.f, Variant::staged);
-    check_layernorm<half>(2, cols, 0.f, 1.f, Variant::staged);
-    check_layernorm<bfloat16>(2, cols, 0.f, 1.f, Variant::staged);
+    check_layernorm<float>(2, cols, 0.f, 1.f, RowVariant::staged);
+    check_layernorm<half>(2, cols, 0.f, 1.f, RowVariant::staged);
+    check_layernorm<bfloat16>(2, cols, 0.f, 1.f, RowVariant::staged);
   }
-  check_layernorm<bfloat16>(1, kernels::kStageMaxCols, 0.f, 1.f, Variant::staged);
+  check_layernorm<bfloat16>(1, kernels::kStageMaxCols, 0.f, 1.f, RowVariant::staged);
 }
 
-TEST(LayerNormInterp, StagedIsTwoPassAtLargeMeans) { check_layernorm<float>(3, 5000, 1e4f, 1.f, Variant::staged); }
+TEST(LayerNormInterp, StagedIsTwoPassAtLargeMeans) { check_layernorm<float>(3, 5000, 1e4f, 1.f, RowVariant::staged); }
+
+// Every entry of the variant table in the interpreter, at a width past one program where it allows (the
+// split-row variant with its scratch): a new variant is tested by being listed.
+TEST(LayerNormInterp, EveryVariantOfTheTable) {
+  for (const auto& v : kernels::layernorm_variants()) {
+    const std::int64_t widest = v.max_cols(4, {});
+    check_layernorm<float>(2, widest == 0 ? 20000 : std::min<std::int64_t>(widest, 20000), 0.f, 1.f, v.variant, v.needs_scratch ? 3 : 0);
+  }
+}

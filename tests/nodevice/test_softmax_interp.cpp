@@ -74,3 +74,23 @@ TEST(SoftmaxInterp, SmallBuffersAreAClearError) {
               std::string::npos) << e.what();
   }
 }
+
+// Every entry of the variant table in the interpreter, at a width past one program where it allows (the
+// split-row variant with its scratch): a new variant is tested by being listed.
+TEST(SoftmaxInterp, EveryVariantOfTheTable) {
+  const std::int64_t rows = 2;
+  for (const auto& v : kernels::softmax_variants()) {
+    const std::int64_t widest = v.max_cols(4, {});
+    const std::int64_t cols = widest == 0 ? 20000 : std::min<std::int64_t>(widest, 20000);
+    SCOPED_TRACE(std::string(v.entry) + " at " + std::to_string(cols) + " columns");
+    auto x = reference::random_vector<float>(static_cast<std::size_t>(rows * cols), 11, 0.f, 3.f);
+    std::vector<float> y(x.size(), std::nanf(""));
+    if (v.needs_scratch) {
+      kernels::SplitScratch<std::vector<float>> scratch{std::vector<float>(rows * 3), std::vector<float>(rows * 3)};
+      kernels::softmax_split(x, y, scratch, rows, cols, 3, {Backend::interpreter});
+    } else {
+      kernels::softmax_auto(x, y, rows, cols, {Backend::interpreter}, v.variant);
+    }
+    EXPECT_LE(reference::relative_error<float>(y, reference::softmax<float>(x, rows, cols)), reference::tolerance<float>());
+  }
+}

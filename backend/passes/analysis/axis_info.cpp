@@ -62,31 +62,85 @@ AxisInfo induction_variable(const AxisInfo& lo, const AxisInfo& end, const AxisI
   return iv;
 }
 
-}  // namespace
+// The per-op rules of the analysis; each fills `r`, the info of `in`'s result of type `t`.
+class AxisAnalysis {
+ public:
+  AxisAnalysis(const ir::Function& fn, const std::vector<int>& divisibility)
+      : fn_(fn), divisibility_(divisibility), info_(fn.values.size()) {}
 
-std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vector<int>& param_divisibility) {
-  std::vector<AxisInfo> info(fn.values.size());
-  ir::walk(fn.body, [&](const ir::Instr& in) {
-    if (ir::op_info(in.op).region) {
-      // The induction variable is uniform; lo + k * step is divisible by what divides both.
-      AxisInfo& iv = info[in.block_args[0]];
-      iv = induction_variable(info[in.args[0]], info[in.args[1]], info[in.args[2]]);
-      iv.source = in.block_args[0];
-      // Carried values change between iterations: only scalars are known to be uniform.
-      for (std::size_t k = 1; k < in.block_args.size(); ++k) info[in.block_args[k]].uniform = fn.values[in.block_args[k]].rank == 0;
-      for (ir::ValueId r : in.results) info[r].uniform = fn.values[r].rank == 0;
-      return;
-    }
-    if (in.result < 0) return;
-    const ir::ValueType& t = fn.values[in.result];
-    AxisInfo& r = info[in.result];
-    auto arg = [&](std::size_t i) { return info[in.args[i]]; };
+  std::vector<AxisInfo> run() {
+    ir::walk(fn_.body, [&](const ir::Instr& in) {
+      if (ir::op_info(in.op).region) return loop(in);
+      if (in.result >= 0) value(in);
+    });
+    return std::move(info_);
+  }
+
+ private:
+  const AxisInfo& arg(const ir::Instr& in, std::size_t i) const { return info_[in.args[i]]; }
+
+  void loop(const ir::Instr& in) {
+    // The induction variable is uniform; lo + k * step is divisible by what divides both.
+    AxisInfo& iv = info_[in.block_args[0]];
+    iv = induction_variable(arg(in, 0), arg(in, 1), arg(in, 2));
+    iv.source = in.block_args[0];
+    // Carried values change between iterations: only scalars are known to be uniform.
+    for (std::size_t k = 1; k < in.block_args.size(); ++k) info_[in.block_args[k]].uniform = fn_.values[in.block_args[k]].rank == 0;
+    for (ir::ValueId r : in.results) info_[r].uniform = fn_.values[r].rank == 0;
+  }
+
+  void value(const ir::Instr& in) {
+    const ir::ValueType& t = fn_.values[in.result];
+    AxisInfo& r = info_[in.result];
     r.uniform = t.rank == 0;
     if (t.rank == 0) r.source = in.result;
     switch (in.op) {
+      case ir::Op::param:
+      case ir::Op::arange:
+      case ir::Op::constant:
+      case ir::Op::splat: leaf(in, t, r); break;
+      case ir::Op::lt:
+      case ir::Op::le:
+      case ir::Op::ge:
+      case ir::Op::logical_not:
+      case ir::Op::logical_and:
+      case ir::Op::logical_or: mask(in, r); break;
+      case ir::Op::cast: cast(in, t, r); break;
+      case ir::Op::add:
+      case ir::Op::sub: add_sub(in, t, r); break;
+      case ir::Op::mul: {
+        const auto& a = arg(in, 0);
+        const auto& b = arg(in, 1);
+        r.contiguity = 1;
+        r.uniform = a.uniform && b.uniform;
+        r.divisibility = std::min(kUnknownLarge, a.divisibility * b.divisibility);
+        // Runs survive a multiplication by exactly 1 only, which simplify already removed.
+        break;
+      }
+      case ir::Op::minimum:
+      case ir::Op::maximum: min_max(in, t, r); break;
+      case ir::Op::ptr_add: {
+        // Byte address of each run: base alignment and offset divisibility times the element size.
+        const std::int64_t elem = ir::dtype_bytes(t.dtype);
+        const auto& p = arg(in, 0);
+        const auto& o = arg(in, 1);
+        r.contiguity = o.contiguity;
+        r.uniform = p.uniform && o.uniform;
+        r.divisibility = std::min(p.divisibility, std::min(kUnknownLarge, o.divisibility * elem));
+        break;
+      }
+      default:
+        break;  // anything else: no runs, no known alignment
+    }
+    if (r.uniform) r.constancy = kUnknownLarge;
+  }
+
+  // Parameters (their specialized divisibility), aranges, constants and splats.
+  void leaf(const ir::Instr& in, const ir::ValueType& t, AxisInfo& r) const {
+    switch (in.op) {
       case ir::Op::param: {
         const int index = in.as<ir::attr::Param>().index;
-        r.divisibility = index < static_cast<int>(param_divisibility.size()) ? param_divisibility[index] : 1;
+        r.divisibility = index < static_cast<int>(divisibility_.size()) ? divisibility_[index] : 1;
         if (!t.pointer && ir::is_int(t.dtype) && r.divisibility > 16) {
           r.bounded = true;  // a positive multiple of its divisibility
           r.min = r.divisibility;
@@ -110,15 +164,22 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
         }
         break;
       }
-      case ir::Op::splat:
-        r = arg(0);
+      default:  // splat
+        r = arg(in, 0);
         r.contiguity = 1;
         r.uniform = true;
         r.always_true = false;
         break;
+    }
+  }
+
+  // Comparisons that index against a bound, and the logic of masks.
+  void mask(const ir::Instr& in, AxisInfo& r) const {
+    switch (in.op) {
       case ir::Op::lt:
       case ir::Op::le: {
-        const auto a = arg(0), b = arg(1);
+        const auto& a = arg(in, 0);
+        const auto& b = arg(in, 1);
         r.uniform = a.uniform && b.uniform;
         r.always_true = a.bounded && b.bounded && (in.op == ir::Op::lt ? a.max < b.min : a.max <= b.min);
         if (a.below >= 0 && a.below == b.source && a.headroom >= (in.op == ir::Op::lt ? 1 : 0)) r.always_true = true;
@@ -126,107 +187,97 @@ std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vecto
         break;
       }
       case ir::Op::ge:
-        r.uniform = arg(0).uniform && arg(1).uniform;
-        r.constancy = index_bound_constancy(arg(0), arg(1));  // the negation of lt
+        r.uniform = arg(in, 0).uniform && arg(in, 1).uniform;
+        r.constancy = index_bound_constancy(arg(in, 0), arg(in, 1));  // the negation of lt
         break;
       case ir::Op::logical_not:
-        r.uniform = arg(0).uniform;
-        r.constancy = arg(0).constancy;
+        r.uniform = arg(in, 0).uniform;
+        r.constancy = arg(in, 0).constancy;
         break;
-      case ir::Op::logical_and:
-      case ir::Op::logical_or:
-        r.uniform = arg(0).uniform && arg(1).uniform;
-        r.constancy = std::min(arg(0).constancy, arg(1).constancy);
+      default:  // and, or
+        r.uniform = arg(in, 0).uniform && arg(in, 1).uniform;
+        r.constancy = std::min(arg(in, 0).constancy, arg(in, 1).constancy);
         break;
-      case ir::Op::cast:
-        if (ir::is_int(t.dtype) && ir::is_int(fn.values[in.args[0]].dtype)) {
-          r = arg(0);
-          if (ir::dtype_bytes(t.dtype) < ir::dtype_bytes(fn.values[in.args[0]].dtype)) {  // may wrap
-            r.bounded = false;
-            r.below = -1;
-          }
-          if (t.rank == 0) r.source = in.result;
-        } else {
-          r.uniform = arg(0).uniform;
-        }
-        break;
-      case ir::Op::add:
-      case ir::Op::sub: {
-        // Adding a value that is constant along the runs keeps the runs; alignment is the common power of two.
-        const bool a_uniform = arg(0).uniform, b_uniform = arg(1).uniform;
-        const auto a = arg(0), b = arg(1);
-        if (in.op == ir::Op::sub && !b_uniform) r.contiguity = 1;
-        else if (b_uniform) r.contiguity = a.contiguity;
-        else if (a_uniform) r.contiguity = b.contiguity;
-        else r.contiguity = 1;
-        r.divisibility = std::min(a.divisibility, b.divisibility);
-        r.uniform = a_uniform && b_uniform;
-        if (ir::is_int(t.dtype) && a.bounded && b.bounded) {
-          r.bounded = true;
-          r.min = in.op == ir::Op::add ? saturating_add(a.min, b.min) : saturating_add(a.min, -b.max);
-          r.max = in.op == ir::Op::add ? saturating_add(a.max, b.max) : saturating_add(a.max, -b.min);
-          if (ir::dtype_bytes(t.dtype) == 4 && (r.min < std::numeric_limits<std::int32_t>::min() || r.max > std::numeric_limits<std::int32_t>::max())) r.bounded = false;  // may wrap
-        }
-        if (in.op == ir::Op::add) {
-          // (iv + c) stays below the loop's end by the headroom less c's largest element.
-          auto below = [&](const AxisInfo& x, const AxisInfo& c) {
-            if (x.below < 0 || !c.bounded || c.min < 0) return false;
-            r.below = x.below;
-            r.headroom = x.headroom - c.max;
-            return true;
-          };
-          if (!below(a, b)) below(b, a);
-        }
-        break;
-      }
-      case ir::Op::mul: {
-        const auto a = arg(0), b = arg(1);
-        r.contiguity = 1;
-        r.uniform = a.uniform && b.uniform;
-        r.divisibility = std::min(kUnknownLarge, a.divisibility * b.divisibility);
-        // Runs survive a multiplication by exactly 1 only, which simplify already removed.
-        break;
-      }
-      case ir::Op::minimum:
-      case ir::Op::maximum: {
-        // The result is one of the operands: divisible by what divides both, within both ranges' hull.
-        const auto a = arg(0), b = arg(1);
-        r.uniform = a.uniform && b.uniform;
-        r.divisibility = std::min(a.divisibility, b.divisibility);
-        if (a.bounded && b.bounded && ir::is_int(t.dtype)) {
-          r.bounded = true;
-          const bool lo = in.op == ir::Op::minimum;
-          r.min = lo ? std::min(a.min, b.min) : std::max(a.min, b.min);
-          r.max = lo ? std::min(a.max, b.max) : std::max(a.max, b.max);
-        } else if (ir::is_int(t.dtype) && (a.bounded || b.bounded)) {
-          // One known side still bounds the result on that side: min(n, C) <= C, max(n, C) >= C.
-          const AxisInfo& k = a.bounded ? a : b;
-          r.bounded = true;
-          if (in.op == ir::Op::minimum) {
-            r.min = std::numeric_limits<std::int64_t>::min();
-            r.max = k.max;
-          } else {
-            r.min = k.min;
-            r.max = std::numeric_limits<std::int64_t>::max();
-          }
-        }
-        break;
-      }
-      case ir::Op::ptr_add: {
-        // Byte address of each run: base alignment and offset divisibility times the element size.
-        const std::int64_t elem = ir::dtype_bytes(t.dtype);
-        const auto p = arg(0), o = arg(1);
-        r.contiguity = o.contiguity;
-        r.uniform = p.uniform && o.uniform;
-        r.divisibility = std::min(p.divisibility, std::min(kUnknownLarge, o.divisibility * elem));
-        break;
-      }
-      default:
-        break;  // anything else: no runs, no known alignment
     }
-    if (r.uniform) r.constancy = kUnknownLarge;
-  });
-  return info;
+  }
+
+  void cast(const ir::Instr& in, const ir::ValueType& t, AxisInfo& r) const {
+    const ir::DType from = fn_.values[in.args[0]].dtype;
+    if (!ir::is_int(t.dtype) || !ir::is_int(from)) {
+      r.uniform = arg(in, 0).uniform;
+      return;
+    }
+    r = arg(in, 0);
+    if (ir::dtype_bytes(t.dtype) < ir::dtype_bytes(from)) {  // may wrap
+      r.bounded = false;
+      r.below = -1;
+    }
+    if (t.rank == 0) r.source = in.result;
+  }
+
+  void add_sub(const ir::Instr& in, const ir::ValueType& t, AxisInfo& r) const {
+    // Adding a value that is constant along the runs keeps the runs; alignment is the common power of two.
+    const auto& a = arg(in, 0);
+    const auto& b = arg(in, 1);
+    if (in.op == ir::Op::sub && !b.uniform) r.contiguity = 1;
+    else if (b.uniform) r.contiguity = a.contiguity;
+    else if (a.uniform) r.contiguity = b.contiguity;
+    else r.contiguity = 1;
+    r.divisibility = std::min(a.divisibility, b.divisibility);
+    r.uniform = a.uniform && b.uniform;
+    if (ir::is_int(t.dtype) && a.bounded && b.bounded) {
+      r.bounded = true;
+      r.min = in.op == ir::Op::add ? saturating_add(a.min, b.min) : saturating_add(a.min, -b.max);
+      r.max = in.op == ir::Op::add ? saturating_add(a.max, b.max) : saturating_add(a.max, -b.min);
+      if (ir::dtype_bytes(t.dtype) == 4 && (r.min < std::numeric_limits<std::int32_t>::min() || r.max > std::numeric_limits<std::int32_t>::max()))
+        r.bounded = false;  // may wrap
+    }
+    if (in.op == ir::Op::add) {
+      // (iv + c) stays below the loop's end by the headroom less c's largest element.
+      auto below = [&](const AxisInfo& x, const AxisInfo& c) {
+        if (x.below < 0 || !c.bounded || c.min < 0) return false;
+        r.below = x.below;
+        r.headroom = x.headroom - c.max;
+        return true;
+      };
+      if (!below(a, b)) below(b, a);
+    }
+  }
+
+  void min_max(const ir::Instr& in, const ir::ValueType& t, AxisInfo& r) const {
+    // The result is one of the operands: divisible by what divides both, within both ranges' hull.
+    const auto& a = arg(in, 0);
+    const auto& b = arg(in, 1);
+    r.uniform = a.uniform && b.uniform;
+    r.divisibility = std::min(a.divisibility, b.divisibility);
+    if (a.bounded && b.bounded && ir::is_int(t.dtype)) {
+      r.bounded = true;
+      const bool lo = in.op == ir::Op::minimum;
+      r.min = lo ? std::min(a.min, b.min) : std::max(a.min, b.min);
+      r.max = lo ? std::min(a.max, b.max) : std::max(a.max, b.max);
+    } else if (ir::is_int(t.dtype) && (a.bounded || b.bounded)) {
+      // One known side still bounds the result on that side: min(n, C) <= C, max(n, C) >= C.
+      const AxisInfo& k = a.bounded ? a : b;
+      r.bounded = true;
+      if (in.op == ir::Op::minimum) {
+        r.min = std::numeric_limits<std::int64_t>::min();
+        r.max = k.max;
+      } else {
+        r.min = k.min;
+        r.max = std::numeric_limits<std::int64_t>::max();
+      }
+    }
+  }
+
+  const ir::Function& fn_;
+  const std::vector<int>& divisibility_;
+  std::vector<AxisInfo> info_;
+};
+
+}  // namespace
+
+std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vector<int>& param_divisibility) {
+  return AxisAnalysis(fn, param_divisibility).run();
 }
 
 }  // namespace tilefuse::passes

@@ -1,0 +1,162 @@
+// Device tier, LayerNorm and RMSNorm: every variant on the GPU against the interpreter and float64, on
+// fresh random inputs with poisoned outputs, every element checked; large means; ragged widths.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kernels/layernorm/layernorm.hpp"
+#include "kernels/reference.hpp"
+#include "tests/common/gpu.hpp"
+
+namespace {
+
+using namespace tilefuse;
+using test::Gpu;
+using kernels::RowVariant;
+
+// Whether `variant` (automatic: layernorm_auto's choice for `cols`) sums in one pass over the row (the
+// looped and split kernels' shifted variance), which allows 1e-4 on rstd instead of 1e-5.
+bool one_pass_variance(RowVariant variant, std::int64_t cols, int element_bytes) {
+  if (variant == RowVariant::automatic) variant = kernels::layernorm_choice(cols, element_bytes, {Backend::gpu});
+  for (const auto& v : kernels::layernorm_variants())
+    if (v.variant == variant) return v.reads == 2;
+  return false;
+}
+
+// LayerNorm `variant` (split and cluster over `splits` programs per row) on the GPU and in the
+// interpreter, against float64 and against each other; `mean` and `stddev` shape the random rows.
+template <class H>
+void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, RowVariant variant = RowVariant::one_program,
+                     std::int64_t splits = 1, float stddev = 1.f) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(std::string("layernorm ") + kernels::variant_name(variant) + " splits " + std::to_string(splits) + " " +
+               std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto hx = reference::random_vector<H>(n, seed, mean, stddev);
+  auto hw = reference::random_vector<H>(cols, seed + 1);
+  auto hb = reference::random_vector<H>(cols, seed + 2);
+  DeviceBuffer<H> x(hx), w(hw), b(hb), y(n);
+  kernels::RowStats<DeviceBuffer<float>> stats{DeviceBuffer<float>(rows), DeviceBuffer<float>(rows)};
+  y.fill_bytes(0xff);
+  stats.mean.fill_bytes(0xff);
+  stats.rstd.fill_bytes(0xff);
+  std::vector<H> interp(n, reference::from_float<H>(std::nanf("")));
+  kernels::RowStats<std::vector<float>> istats{std::vector<float>(rows), std::vector<float>(rows)};
+  kernels::NormSplitScratch<DeviceBuffer<float>> scratch{DeviceBuffer<float>(rows * splits), DeviceBuffer<float>(rows * splits)};
+  kernels::NormSplitScratch<std::vector<float>> iscratch{std::vector<float>(rows * splits), std::vector<float>(rows * splits)};
+  const kernels::RowOptions gpu_opt{Backend::gpu}, interp_opt{Backend::interpreter};
+  if (variant == RowVariant::split) {
+    kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, splits, 1e-5f, gpu_opt);
+    kernels::layernorm_split(hx, hw, hb, interp, istats, iscratch, rows, cols, splits, 1e-5f, interp_opt);
+  } else if (variant == RowVariant::cluster) {
+    kernels::layernorm_cluster(x, w, b, y, stats, rows, cols, 1e-5f, gpu_opt, splits);
+    kernels::layernorm_cluster(hx, hw, hb, interp, istats, rows, cols, 1e-5f, interp_opt, splits);
+  } else {
+    kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, gpu_opt, variant);
+    kernels::layernorm_auto(hx, hw, hb, interp, istats, rows, cols, 1e-5f, interp_opt, variant);
+  }
+  const bool looped = one_pass_variance(variant, cols, sizeof(H));
+  std::vector<double> mean_ref, rstd_ref;
+  const auto ref = reference::layernorm<H>(hx, hw, hb, rows, cols, 1e-5, &mean_ref, &rstd_ref);
+  const double tol = reference::tolerance<H>();
+  const auto gpu = y.download();
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 4 * tol, 4 * tol), 1.0);
+  // the mean is near 0 for N(0, 1) rows: an absolute floor, as x[0] + mean(x - x[0]) rounds at |x[0]|
+  EXPECT_LE(reference::worst_element<float>(stats.mean.download(), mean_ref, 1e-6, 1e-5), 1.0);
+  EXPECT_LE(reference::relative_error<float>(stats.rstd.download(), rstd_ref), looped ? 1e-4 : 1e-5);
+  std::vector<double> interp_d(n);
+  for (std::size_t i = 0; i < n; ++i) interp_d[i] = reference::to_float(interp[i]);
+  EXPECT_LE(reference::worst_element<H>(gpu, interp_d, 4 * tol, 4 * tol), 1.0);
+}
+
+template <class H>
+void check_rmsnorm(std::int64_t rows, std::int64_t cols) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("rmsnorm " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto hx = reference::random_vector<H>(n, seed);
+  auto hw = reference::random_vector<H>(cols, seed + 1);
+  DeviceBuffer<H> x(hx), w(hw), y(n);
+  y.fill_bytes(0xff);
+  kernels::rmsnorm(x, w, y, rows, cols, 1e-6f, {Backend::gpu});
+  const auto ref = reference::rmsnorm<H>(hx, hw, rows, cols, 1e-6);
+  const auto gpu = y.download();
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), reference::tolerance<H>());
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 4 * reference::tolerance<H>(), 4 * reference::tolerance<H>()), 1.0);
+}
+
+TEST_F(Gpu, LayerNormAllDtypesAndWidths) {
+  for (std::int64_t cols : {1, 7, 128, 700, 768, 1000, 1001, 3000, 4096, 12288, 16384}) {
+    check_layernorm<float>(37, cols);
+    check_layernorm<half>(19, cols);
+    check_layernorm<bfloat16>(19, cols);
+  }
+  check_layernorm<float>(20000, 64);  // one-warp programs packed per block
+}
+
+TEST_F(Gpu, ClusterLayerNormReadsOnce) {
+  check_layernorm<bfloat16>(64, 12288, 0.f, RowVariant::cluster, 3);
+  check_layernorm<float>(7, 20001, 0.f, RowVariant::cluster, 0);
+  check_layernorm<float>(5, 20001, 1e4f, RowVariant::cluster, 3);
+  check_layernorm<half>(4, 50000, 0.f, RowVariant::cluster, 0);
+  check_layernorm<bfloat16>(8, 131072, 0.f, RowVariant::cluster, 0);
+}
+
+TEST_F(Gpu, SplitRowLayerNorm) {
+  check_layernorm<float>(7, 20001, 0.f, RowVariant::split, 3);  // not a multiple of the split or the piece
+  check_layernorm<float>(5, 9000, 0.f, RowVariant::split, 8);   // more splits than pieces
+  check_layernorm<float>(4, 20000, 1e4f, RowVariant::split, 4);
+  check_layernorm<bfloat16>(16, 131072, 0.f, RowVariant::split, 16);
+  check_layernorm<half>(6, 12288, 0.f, RowVariant::split, 3);
+}
+
+TEST_F(Gpu, LayerNormLargeMeanTwoPass) { check_layernorm<float>(64, 4096, 1e4f); }
+// Half rows are summed unshifted: at mean 1e4 they still match float64 on the rounded inputs.
+TEST_F(Gpu, LayerNormHalvesAtALargeMean) {
+  check_layernorm<half>(64, 4096, 1e4f, RowVariant::one_program, 1, 30.f);
+  check_layernorm<bfloat16>(64, 8192, 1e4f, RowVariant::one_program, 1, 300.f);
+  check_layernorm<half>(16, 3000, -1e4f, RowVariant::one_program, 1, 30.f);
+}
+
+TEST_F(Gpu, LayerNormLoopedWideRows) {
+  for (std::int64_t cols : {1, 4096, 20000, 131072}) check_layernorm<float>(9, cols, 0.f, RowVariant::looped);
+  check_layernorm<float>(8, 20000, 1e4f, RowVariant::looped);
+  check_layernorm<bfloat16>(8, 65536, 0.f, RowVariant::looped);
+}
+
+TEST_F(Gpu, StagedLayerNormReadsOnce) {
+  for (std::int64_t cols : {1, 7, 1000, 2048, 2049, 8192, 12288, 20000, 32768}) {
+    check_layernorm<float>(13, cols, 0.f, RowVariant::staged);
+    check_layernorm<half>(11, cols, 0.f, RowVariant::staged);
+    check_layernorm<bfloat16>(64, cols, 0.f, RowVariant::staged);
+  }
+  check_layernorm<float>(8, 12288, 1e4f, RowVariant::staged);
+}
+
+// Every entry of the variant table that needs no scratch, at a width past one program where it allows.
+TEST_F(Gpu, EveryLayerNormVariantOfTheTable) {
+  for (const auto& v : kernels::layernorm_variants()) {
+    if (v.needs_scratch) continue;
+    const std::int64_t widest = v.max_cols(4, {});
+    check_layernorm<float>(3, widest == 0 ? 40000 : std::min<std::int64_t>(widest, 40000), 0.f, v.variant, 0);
+  }
+}
+
+TEST_F(Gpu, LayerNormAutomaticChoiceAtTheLimits) {
+  // 16384 columns: the one-program kernel; 16385 and wider: the looped LayerNorm.
+  for (std::int64_t cols : {1000, 16384, 16385, 70000}) {
+    check_layernorm<float>(5, cols, 0.f, RowVariant::automatic);
+    check_layernorm<half>(3, cols, 0.f, RowVariant::automatic);
+  }
+}
+
+TEST_F(Gpu, RmsNormAllDtypes) {
+  for (std::int64_t cols : {1, 100, 1024, 4096, 12288}) {
+    check_rmsnorm<float>(33, cols);
+    check_rmsnorm<half>(33, cols);
+    check_rmsnorm<bfloat16>(33, cols);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,193 @@
+// Device tier, the DSL's ops and the epilogue: float and integer ops, cache hints and stages on the GPU
+// against the interpreter and float64; launch errors on the GPU; the epilogue's dropout draws.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kernels/epilogue/epilogue.hpp"
+#include "kernels/reference.hpp"
+#include "kernels/softmax/softmax.hpp"
+#include "tests/common/gpu.hpp"
+#include "tests/common/op_kernels.hpp"
+
+namespace {
+
+using namespace tilefuse;
+using test::Gpu;
+
+template <class H, int BLOCK>
+void check_float_ops(int n) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("float ops n=" + std::to_string(n) + " seed " + std::to_string(seed));
+  const auto& ops = testkit::float_ops();
+  auto host_x = reference::random_vector<H>(n, seed, 0.f, 2.f);
+  DeviceBuffer<H> x(host_x), out(ops.size() * n);
+  out.fill_bytes(0xff);
+  Kernel<&testkit::float_ops_program<tl::dtype_of_host_t<H>, BLOCK>> k("float_ops", {.num_warps = 2});
+  k.launch({{1}, Backend::gpu}, x, out, n);
+  const auto gpu = out.download();
+  std::vector<H> interp(ops.size() * n, reference::from_float<H>(std::nanf("")));
+  k.launch({{1}, Backend::interpreter}, host_x, interp, n);
+  const double tol = reference::tolerance<H>();
+  for (std::size_t k2 = 0; k2 < ops.size(); ++k2) {
+    for (int i = 0; i < n; ++i) {
+      const double xi = reference::to_float(host_x[i]);
+      const double want = ops[k2].ref(xi);
+      const double g = reference::to_float(gpu[k2 * n + i]);
+      const double c = reference::to_float(interp[k2 * n + i]);
+      // cast(i32(x*10)) may land on the other side of an integer when x*10 rounds: allow one step there.
+      const double slack = std::string(ops[k2].name).rfind("cast", 0) == 0 ? 1.0 : 0.0;
+      ASSERT_NEAR(g, want, slack + 4 * tol * (1 + std::abs(want))) << ops[k2].name << " x=" << xi;
+      ASSERT_NEAR(g, c, slack + 2 * tol * (1 + std::abs(want))) << ops[k2].name << " x=" << xi << " (GPU vs interpreter)";
+    }
+  }
+}
+
+TEST_F(Gpu, FloatOpsMatchInterpreterAndFloat64) {
+  check_float_ops<float, 256>(250);
+  check_float_ops<half, 256>(256);
+  check_float_ops<bfloat16, 128>(77);
+}
+
+TEST_F(Gpu, IntOpsMatchInterpreterExactly) {
+  const int n = 200;
+  std::mt19937 gen(std::random_device{}());
+  std::uniform_int_distribution<int> dist(-30000, 30000);
+  std::vector<std::int32_t> a(n), b(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = dist(gen);
+    do b[i] = dist(gen); while (b[i] == 0);
+  }
+  const std::size_t rows = testkit::int_ops().size();
+  DeviceBuffer<std::int32_t> da{std::span<const std::int32_t>(a)}, db{std::span<const std::int32_t>(b)}, out(rows * n);
+  DeviceBuffer<std::int64_t> wide(n);
+  std::vector<std::int32_t> interp(rows * n, -7);  // the same poison on both sides: unwritten stays -7
+  std::vector<std::int64_t> interp_wide(n, -7);
+  out.upload(interp);
+  wide.upload(interp_wide);
+  Kernel<&testkit::int_ops_program<256>> k("int_ops", {.num_warps = 4});
+  k.launch({{3}, Backend::gpu}, da, db, out, wide, n);
+  k.launch({{3}, Backend::interpreter}, a, b, interp, interp_wide, n);
+  const auto gpu = out.download();
+  for (std::size_t i = 0; i < gpu.size(); ++i)
+    ASSERT_EQ(gpu[i], interp[i]) << testkit::int_ops()[i / n].name << " element " << i % n;
+  EXPECT_EQ(wide.download(), interp_wide);
+  for (int i = 0; i < n; ++i) EXPECT_EQ(interp_wide[i], std::int64_t{a[i]} * b[i]);
+}
+
+TEST_F(Gpu, HostMemoryOnGpuIsAClearError) {
+  std::vector<float> x(16), y(16);
+  try {
+    kernels::softmax(x, y, 1, 16, {Backend::gpu});
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("argument 0 (in)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Gpu, InterpreterRunsOnDeviceBuffers) {
+  const std::int64_t rows = 5, cols = 300;
+  auto host = reference::random_vector<float>(rows * cols, fresh_seed());
+  DeviceBuffer<float> x(host), y(rows * cols);
+  y.fill_bytes(0xff);
+  kernels::softmax(x, y, rows, cols, {Backend::interpreter});
+  EXPECT_LE(reference::relative_error<float>(y.download(), reference::softmax<float>(host, rows, cols)), 1e-5);
+}
+
+// Loads and stores with cache hints (streaming vector runs, L2-only scalars and masked elements) write
+// what the interpreter and float64 do, at a ragged row length (element by element) and a whole one.
+TEST_F(Gpu, CacheHintedAccessesMatchTheInterpreter) {
+  Kernel<&testkit::hinted_copy_program<1024>> k("hinted_copy", KernelOptions{4, {"x", "h", "y", "h_out", "sums", "n"}});
+  for (int n : {1000, 1024}) {
+    const int rows = 67, block = 1024;
+    const auto seed = std::random_device{}();
+    SCOPED_TRACE("n " + std::to_string(n) + " seed " + std::to_string(seed));
+    auto hx = reference::random_vector<float>(rows * n, seed);
+    auto hh = reference::random_vector<bfloat16>(rows * block, seed + 1);
+    DeviceBuffer<float> x(hx), y(rows * n), sums(rows);
+    DeviceBuffer<bfloat16> h(hh), h_out(rows * block);
+    y.fill_bytes(0xff);
+    sums.fill_bytes(0xff);
+    h_out.fill_bytes(0xff);
+    k.launch({{rows}, Backend::gpu}, x, h, y, h_out, sums, n);
+    std::vector<float> iy(hx.size(), std::nanf("")), isums(rows, std::nanf(""));
+    std::vector<bfloat16> ih(hh.size());
+    k.launch({{rows}, Backend::interpreter}, hx, hh, iy, ih, isums, n);
+    std::vector<double> y_ref, sums_ref;
+    testkit::hinted_copy_reference(hx, hh, rows, n, block, y_ref, sums_ref);
+    const auto gy = y.download(), gsums = sums.download();
+    const auto gh = h_out.download();
+    EXPECT_LE(reference::worst_element<float>(gy, y_ref, 1e-6, 1e-6), 1.0);
+    EXPECT_LE(reference::worst_element<float>(gsums, sums_ref, 1e-4, 1e-5), 1.0);
+    for (std::size_t i = 0; i < gy.size(); ++i) ASSERT_EQ(gy[i], iy[i]) << "y[" << i << "]";
+    for (std::size_t i = 0; i < gh.size(); ++i) ASSERT_EQ(reference::to_float(gh[i]), reference::to_float(hh[i])) << "h_out[" << i << "]";
+  }
+}
+
+TEST_F(Gpu, StageSemanticsMatchTheInterpreter) {
+  // Copies, stores and loads, inside and across the stage's bounds, owned and read across threads.
+  Kernel<&testkit::stage_program> k("stage", KernelOptions{2, {"x", "y", "z", "n", "at"}});
+  const auto hx = reference::random_vector<float>(256, 17);
+  DeviceBuffer<float> x(hx), y(256), z(128);
+  for (int n : {0, 100, 256})
+    for (int at : {0, 64, 256, 384, 448, 512, -64, 3}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " at " + std::to_string(at));
+      y.fill_bytes(0xff);
+      z.fill_bytes(0xff);
+      k.launch({{1}, Backend::gpu}, x, y, z, n, at);
+      std::vector<double> ry, rz;
+      testkit::stage_reference(hx, n, at, ry, rz);
+      const auto gy = y.download(), gz = z.download();
+      for (int i = 0; i < 256; ++i) ASSERT_EQ(gy[i], static_cast<float>(ry[i])) << "y[" << i << "]";
+      for (int j = 0; j < 128; ++j) ASSERT_EQ(gz[j], static_cast<float>(rz[j])) << "z[" << j << "]";
+    }
+}
+
+template <class H>
+void check_epilogue(std::int64_t rows, std::int64_t cols, float p) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("epilogue " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto hx = reference::random_vector<H>(n, seed), hr = reference::random_vector<H>(n, seed + 1);
+  auto hb = reference::random_vector<H>(cols, seed + 2);
+  DeviceBuffer<H> x(hx), r(hr), b(hb), y(n), y2(n), t1(n), t2(n);
+  y.fill_bytes(0xff);
+  y2.fill_bytes(0xff);
+  const kernels::DropoutParams d{p, static_cast<std::int64_t>(seed), 777};
+  kernels::epilogue(x, b, r, y, rows, cols, d, {Backend::gpu});
+  kernels::epilogue_unfused(x, b, r, y2, t1, t2, rows, cols, d, {Backend::gpu});
+  const auto gpu = y.download();
+  const auto ref = reference::epilogue<H>(hx, hb, hr, rows, cols, p, d.seed, d.offset);
+  const double tol = reference::tolerance<H>();
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 4 * tol, 4 * tol), 1.0);
+  EXPECT_LE(reference::relative_error<H>(y2.download(), ref), 4 * tol);
+}
+
+TEST_F(Gpu, EpilogueDropsTheSameElementsAsTheInterpreter) {
+  // x = 1, bias = 0, residual = 0: a kept element is gelu(1) / (1 - p) > 0, a dropped one is exactly 0.
+  const std::int64_t rows = 300, cols = 1000;
+  const std::size_t n = rows * cols;
+  std::vector<float> hx(n, 1.f), hr(n, 0.f), hb(cols, 0.f), interp(n, -1.f);
+  DeviceBuffer<float> x(hx), r(hr), b(hb), y(n);
+  y.fill_bytes(0xff);
+  const kernels::DropoutParams d{0.3f, static_cast<std::int64_t>(fresh_seed() >> 1), 5};
+  kernels::epilogue(x, b, r, y, rows, cols, d, {Backend::gpu});
+  kernels::epilogue(hx, hb, hr, interp, rows, cols, d, {Backend::interpreter});
+  const auto gpu = y.download();
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(gpu[i] == 0.f, interp[i] == 0.f) << "element " << i;
+    dropped += gpu[i] == 0.f;
+  }
+  EXPECT_NEAR(static_cast<double>(dropped) / n, 0.3, 0.01);
+}
+
+TEST_F(Gpu, EpilogueMatchesInterpreterAndFloat64) {
+  for (std::int64_t cols : {1, 7, 768, 1000, 4096, 16384}) check_epilogue<float>(33, cols, 0.1f);
+  check_epilogue<bfloat16>(64, 4096, 0.2f);
+  check_epilogue<half>(64, 3000, 0.5f);
+}
+
+}  // namespace

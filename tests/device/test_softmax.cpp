@@ -1,0 +1,164 @@
+// Device tier, softmax: every variant on the GPU against the interpreter and float64, on fresh random
+// inputs with poisoned outputs, every element checked.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kernels/reference.hpp"
+#include "kernels/softmax/softmax.hpp"
+#include "tests/common/gpu.hpp"
+
+namespace {
+
+using namespace tilefuse;
+using test::Gpu;
+using kernels::RowVariant;
+
+template <class H>
+void check_softmax(std::int64_t rows, std::int64_t cols) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("softmax " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto host_x = reference::random_vector<H>(n, seed, 0.f, 3.f);
+  DeviceBuffer<H> x(host_x), y(n), y2(n);
+  kernels::UnfusedScratch<DeviceBuffer<H>> scratch{DeviceBuffer<H>(rows), DeviceBuffer<H>(n), DeviceBuffer<H>(n),
+                                                   DeviceBuffer<H>(rows)};
+  y.fill_bytes(0xff);  // NaN in every float type: an unwritten element fails the check
+  y2.fill_bytes(0xff);
+  kernels::softmax(x, y, rows, cols, {Backend::gpu});
+  kernels::softmax_unfused(x, y2, scratch, rows, cols, {Backend::gpu});
+  driver::synchronize();
+  const auto gpu = y.download();
+  const auto gpu_unfused = y2.download();
+  std::vector<H> interp(n, reference::from_float<H>(std::nanf("")));
+  kernels::softmax(host_x, interp, rows, cols, {Backend::interpreter});
+  const auto ref = reference::softmax<H>(host_x, rows, cols);
+  const double tol = reference::tolerance<H>();
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
+  EXPECT_LE(reference::relative_error<H>(gpu_unfused, ref), 4 * tol);  // rounds to H between its five steps
+  EXPECT_LE(reference::relative_error<H>(interp, ref), tol);
+  // Every element: against float64, and GPU against the interpreter (same rounding steps, other order).
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 1e-7, 4 * tol), 1.0);
+  std::vector<double> interp_d(n);
+  for (std::size_t i = 0; i < n; ++i) interp_d[i] = reference::to_float(interp[i]);
+  EXPECT_LE(reference::worst_element<H>(gpu, interp_d, 1e-7, 2 * tol), 1.0);
+}
+
+TEST_F(Gpu, SoftmaxF32AllWidths) {
+  for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384}) check_softmax<float>(67, cols);
+}
+
+TEST_F(Gpu, SoftmaxF16AllWidths) {
+  for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384}) check_softmax<half>(37, cols);
+}
+
+TEST_F(Gpu, SoftmaxBf16AllWidths) {
+  for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384}) check_softmax<bfloat16>(37, cols);
+}
+
+TEST_F(Gpu, SoftmaxManyRows) {
+  check_softmax<float>(65536, 128);  // one-warp programs, 8 per block
+  check_softmax<float>(4097, 100);   // a last block with one program
+  check_softmax<bfloat16>(5000, 64);
+}
+
+TEST_F(Gpu, SoftmaxInPlace) {
+  const std::int64_t rows = 33, cols = 777;
+  auto host = reference::random_vector<float>(rows * cols, fresh_seed());
+  DeviceBuffer<float> x(host);
+  kernels::softmax(x, x, rows, cols, {Backend::gpu});
+  const auto ref = reference::softmax<float>(host, rows, cols);
+  EXPECT_LE(reference::relative_error<float>(x.download(), ref), 1e-5);
+}
+
+// `variant` of the softmax (automatic: softmax_auto's choice) on the GPU and in the interpreter, against
+// float64 and against each other.
+template <class H>
+void check_variant(std::int64_t rows, std::int64_t cols, RowVariant variant) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(std::string("softmax ") + kernels::variant_name(variant) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+               " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto hx = reference::random_vector<H>(n, seed, 0.f, 3.f);
+  DeviceBuffer<H> x(hx), y(n);
+  y.fill_bytes(0xff);
+  kernels::softmax_auto(x, y, rows, cols, {Backend::gpu}, variant);
+  const auto gpu = y.download();
+  const auto ref = reference::softmax<H>(hx, rows, cols);
+  const double tol = reference::tolerance<H>();
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 1e-7, 4 * tol), 1.0);
+  std::vector<H> interp(n, reference::from_float<H>(std::nanf("")));
+  kernels::softmax_auto(hx, interp, rows, cols, {Backend::interpreter}, variant);
+  std::vector<double> interp_d(n);
+  for (std::size_t i = 0; i < n; ++i) interp_d[i] = reference::to_float(interp[i]);
+  EXPECT_LE(reference::worst_element<H>(gpu, interp_d, 1e-7, 2 * tol), 1.0);
+}
+
+template <class H>
+void check_softmax_split(std::int64_t rows, std::int64_t cols, std::int64_t splits) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("softmax_split " + std::to_string(rows) + "x" + std::to_string(cols) + " splits " +
+               std::to_string(splits) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  auto hx = reference::random_vector<H>(n, seed, 0.f, 3.f);
+  DeviceBuffer<H> x(hx), y(n);
+  kernels::SplitScratch<DeviceBuffer<float>> scratch{DeviceBuffer<float>(rows * splits), DeviceBuffer<float>(rows * splits)};
+  y.fill_bytes(0xff);
+  kernels::softmax_split(x, y, scratch, rows, cols, splits, {Backend::gpu});
+  const auto gpu = y.download();
+  const auto ref = reference::softmax<H>(hx, rows, cols);
+  EXPECT_LE(reference::relative_error<H>(gpu, ref), reference::tolerance<H>());
+  EXPECT_LE(reference::worst_element<H>(gpu, ref, 1e-7, 4 * reference::tolerance<H>()), 1.0);
+}
+
+TEST_F(Gpu, SplitRowSoftmax) {
+  check_softmax_split<float>(7, 20001, 3);
+  check_softmax_split<float>(5, 9000, 8);
+  check_softmax_split<bfloat16>(16, 131072, 16);
+  check_softmax_split<float>(4, 262144, 64);
+}
+
+TEST_F(Gpu, ClusterSoftmaxReadsOnce) {
+  // Rows over clusters of 2 to 8 programs exchanging max and sum through distributed shared memory.
+  for (std::int64_t cols : {100, 16385, 50001, 70000, 131072}) check_variant<float>(6, cols, RowVariant::cluster);
+  check_variant<bfloat16>(64, 131072, RowVariant::cluster);
+  check_variant<half>(9, 40000, RowVariant::cluster);
+}
+
+TEST_F(Gpu, SoftmaxAutomaticChoiceAtTheLimits) {
+  // 16384 columns: the one-program kernel; 16385 and wider: the staged softmax (32 KB stages), 131072 f32
+  // and 262144 bf16 in eight 64 KB stages, 131073 f32 the looped softmax.
+  for (std::int64_t cols : {1000, 16384, 16385, 70000}) {
+    check_variant<float>(5, cols, RowVariant::automatic);
+    check_variant<bfloat16>(3, cols, RowVariant::automatic);
+  }
+  check_variant<float>(3, 131072, RowVariant::automatic);
+  check_variant<float>(3, 131073, RowVariant::automatic);
+  check_variant<bfloat16>(2, 262144, RowVariant::automatic);
+}
+
+// Every entry of the variant table that needs no scratch, at a width past one program where it allows.
+TEST_F(Gpu, EverySoftmaxVariantOfTheTable) {
+  for (const auto& v : kernels::softmax_variants()) {
+    if (v.needs_scratch) continue;
+    const std::int64_t widest = v.max_cols(4, {});
+    check_variant<float>(3, widest == 0 ? 40000 : std::min<std::int64_t>(widest, 40000), v.variant);
+  }
+}
+
+TEST_F(Gpu, StagedSoftmaxReadsOnce) {
+  // One program per row up to 32 KB of stage, clusters of programs above (2048x131072 bf16: 8 of 16384).
+  for (std::int64_t cols : {1, 100, 2049, 8192, 8193, 20001, 32768}) check_variant<float>(6, cols, RowVariant::staged);
+  check_variant<bfloat16>(64, 131072, RowVariant::staged);
+  check_variant<half>(9, 40000, RowVariant::staged);
+  check_variant<float>(3, 262144, RowVariant::staged);
+}
+
+TEST_F(Gpu, LoopedSoftmaxWideRows) {
+  for (std::int64_t cols : {1, 7, 4096, 5000, 16385, 40000}) check_variant<float>(9, cols, RowVariant::looped);
+  check_variant<bfloat16>(4, 131072, RowVariant::looped);
+  check_variant<half>(4, 70001, RowVariant::looped);
+}
+
+}  // namespace
