@@ -25,22 +25,12 @@ void fused_and_unfused(benchmark::State& state, std::int64_t rows, std::int64_t 
   if (!rc.check(state, reference::epilogue<H>(rc.host, hb, hr, rows, cols, d.p, d.seed, d.offset), &err)) return;
   const double moved = 3.0 * rc.bytes;  // x and the residual read, y written
   const double c = copy_time_us(static_cast<std::size_t>(moved / 2), rc.sets, rc.handle(), runs);
-  Timing fused, unfused;
-  for (auto _ : state) {
-    fused = time_launches([&](int s) { kernels::epilogue(rc.xs[s], bias, residuals[s], rc.ys[s], rows, cols, d, rc.opt); }, rc.sets,
-                          rc.handle(), 10, runs);
-    unfused = time_launches([&](int s) { kernels::epilogue_unfused(rc.xs[s], bias, residuals[s], rc.ys[s], t1, t2, rows, cols, d, rc.opt); },
-                            rc.sets, rc.handle(), 5, std::max(10, runs / 4));
-    state.SetIterationTime(fused.median_us * 1e-6);
-  }
-  state.counters["fused_us"] = fused.median_us;
-  state.counters["x_copy"] = c / fused.median_us;
-  const std::string shape = add_copy_row(rows, cols, dtype, c, moved);
-  char note[64];
-  std::snprintf(note, sizeof note, "rel err %.1e vs float64", err);
-  add_row("epilogue", "tilefuse fused (bias + GELU + dropout + residual)", shape, dtype, fused.median_us, moved, c, note);
-  std::snprintf(note, sizeof note, "fused is %.2fx faster", unfused.median_us / fused.median_us);
-  add_row("epilogue", "tilefuse unfused (4 kernels)", shape, dtype, unfused.median_us, 3 * moved, c, note);
+  const auto times = time_fused_and_unfused(
+      state, [&](int s) { kernels::epilogue(rc.xs[s], bias, residuals[s], rc.ys[s], rows, cols, d, rc.opt); },
+      [&](int s) { kernels::epilogue_unfused(rc.xs[s], bias, residuals[s], rc.ys[s], t1, t2, rows, cols, d, rc.opt); }, rc.sets,
+      rc.handle(), 10, runs);
+  add_fused_rows(state, "epilogue", "tilefuse fused (bias + GELU + dropout + residual)", "tilefuse unfused (4 kernels)", rows, cols,
+                 dtype, times, c, moved, 3, err);
 }
 
 }  // namespace

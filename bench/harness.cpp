@@ -1,6 +1,7 @@
 // The bench harness's shared state and rows (see harness.hpp).
 #include "bench/harness.hpp"
 
+#include <cstdio>
 #include <map>
 
 namespace tilefuse::bench {
@@ -34,6 +35,35 @@ void timed(benchmark::internal::Benchmark* b) { b->UseManualTime()->Iterations(1
 
 std::string shape_name(std::int64_t rows, std::int64_t cols, const char* dtype) {
   return std::to_string(rows) + "x" + std::to_string(cols) + "/" + dtype;
+}
+
+void add_fused_rows(benchmark::State& state, const char* kernel, const std::string& fused_impl, const std::string& unfused_impl,
+                    std::int64_t rows, std::int64_t cols, const char* dtype, const std::pair<Timing, Timing>& times, double copy_us,
+                    double moved, double unfused_factor, double err) {
+  const auto& [fused, unfused] = times;
+  state.counters["fused_us"] = fused.median_us;
+  state.counters["unfused_us"] = unfused.median_us;
+  state.counters["x_copy"] = copy_us / fused.median_us;
+  const std::string shape = add_copy_row(rows, cols, dtype, copy_us, moved);
+  char note[64];
+  std::snprintf(note, sizeof note, "rel err %.1e vs float64", err);
+  add_row(kernel, fused_impl, shape, dtype, fused.median_us, moved, copy_us, note);
+  std::snprintf(note, sizeof note, "fused is %.2fx faster", unfused.median_us / fused.median_us);
+  add_row(kernel, unfused_impl, shape, dtype, unfused.median_us, unfused_factor * moved, copy_us, note);
+}
+
+std::string case_name(const kernels::VariantInfo& v, const VariantCase& k) {
+  std::string name = v.entry;
+  if (k.splits > 0) name += std::to_string(k.splits);
+  name += '/';  // (appending piecewise: GCC 12 warns falsely about "/" + std::string)
+  name += shape_name(k.rows, k.cols, k.dtype);
+  return name;
+}
+
+std::string case_impl(const kernels::VariantInfo& v, const VariantCase& k) {
+  std::string impl = std::string("tilefuse ") + kernels::variant_name(k.variant);
+  if (k.splits > 0) impl += " (" + std::to_string(k.splits) + (k.variant == kernels::RowVariant::split ? " per row, 2 kernels)" : " programs)");
+  return impl + ": " + v.summary;
 }
 
 }  // namespace tilefuse::bench

@@ -5,7 +5,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -91,6 +93,39 @@ struct RowCase {
     return false;
   }
 };
+
+/// One bench row of a family's variant table: a variant (split and cluster over `splits` programs per row;
+/// 0: the launcher's choice) on a shape.
+struct VariantCase {
+  kernels::RowVariant variant;
+  std::int64_t rows, cols;
+  const char* dtype;
+  std::int64_t splits = 0;
+};
+/// The benchmark's name of a case: the variant's entry point (with its splits), then the shape.
+std::string case_name(const kernels::VariantInfo& v, const VariantCase& k);
+/// The results table's implementation column of a case: the variant, its splits and its summary.
+std::string case_impl(const kernels::VariantInfo& v, const VariantCase& k);
+
+/// Times a fused kernel (`fused_warmup` launches first, then `runs`) and its unfused baseline (a quarter of
+/// the runs) on the same rotated buffer sets; the benchmark's iteration time is the fused kernel's.
+template <class Fused, class Unfused>
+std::pair<Timing, Timing> time_fused_and_unfused(benchmark::State& state, Fused&& fused, Unfused&& unfused, int sets, void* stream,
+                                                 int fused_warmup, int runs) {
+  Timing f, u;
+  for (auto _ : state) {
+    f = time_launches(fused, sets, stream, fused_warmup, runs);
+    u = time_launches(unfused, sets, stream, 5, std::max(10, runs / 4));
+    state.SetIterationTime(f.median_us * 1e-6);
+  }
+  return {f, u};
+}
+
+/// Records a fused kernel and its unfused baseline on one shape: the benchmark's counters, the copy row,
+/// and a row each (the baseline moving `unfused_factor` times the fused kernel's `moved` bytes).
+void add_fused_rows(benchmark::State& state, const char* kernel, const std::string& fused_impl, const std::string& unfused_impl,
+                    std::int64_t rows, std::int64_t cols, const char* dtype, const std::pair<Timing, Timing>& times, double copy_us,
+                    double moved, double unfused_factor, double err);
 
 /// The family files' registrations (each adds its shapes, smaller for a smoke run).
 void register_softmax();

@@ -12,19 +12,12 @@ namespace {
 
 using kernels::RowVariant;
 
-struct Case {
-  bool rms;  ///< RMSNorm (else LayerNorm `variant`)
-  RowVariant variant;
-  std::int64_t rows, cols;
-  const char* dtype;
-  std::int64_t splits = 0;
+// A LayerNorm case of the variant table, or (rms) an RMSNorm one.
+struct Case : VariantCase {
+  bool rms = false;
 };
 
-const kernels::VariantInfo& info(RowVariant v) {
-  for (const auto& i : kernels::layernorm_variants())
-    if (i.variant == v) return i;
-  return kernels::layernorm_variants()[0];
-}
+const kernels::VariantInfo& info(RowVariant v) { return kernels::find_variant(kernels::layernorm_variants(), v, "layernorm"); }
 
 template <class H>
 void norm(benchmark::State& state, const Case& k) {
@@ -60,13 +53,8 @@ void norm(benchmark::State& state, const Case& k) {
   char note[96];
   const bool twice = !k.rms && info(k.variant).reads == 2;
   std::snprintf(note, sizeof note, "%srel err %.1e vs float64", twice ? "reads the row twice (1.5x the bytes); " : "", err);
-  std::string impl = "tilefuse one program per row";
-  if (!k.rms) {
-    impl = std::string("tilefuse ") + kernels::variant_name(k.variant);
-    if (k.splits > 0) impl += " (" + std::to_string(k.splits) + (k.variant == RowVariant::split ? " per row, 2 kernels)" : " programs)");
-    impl += std::string(": ") + info(k.variant).summary;
-  }
-  add_row(k.rms ? "rmsnorm" : "layernorm", impl, shape, k.dtype, t.median_us, moved, c, note);
+  add_row(k.rms ? "rmsnorm" : "layernorm", k.rms ? "tilefuse one program per row" : case_impl(info(k.variant), k), shape, k.dtype,
+          t.median_us, moved, c, note);
 }
 
 }  // namespace
@@ -74,22 +62,23 @@ void norm(benchmark::State& state, const Case& k) {
 void register_layernorm() {
   using V = RowVariant;
   const V one = V::one_program;
-  std::vector<Case> cases = {{false, one, 4096, 4096, "f32"},           {false, one, 8192, 8192, "bf16"},
-                             {false, one, 32768, 1024, "f16"},          {false, one, 4096, 12288, "bf16"},
-                             {false, one, 16384, 768, "f32"},           {true, one, 32768, 4096, "bf16"},
-                             {false, V::looped, 4096, 12288, "bf16"},   {false, V::split, 4096, 12288, "bf16", 3},
-                             {false, V::looped, 256, 131072, "bf16"},   {false, V::split, 256, 131072, "bf16", 8},
-                             {false, V::cluster, 4096, 12288, "bf16", 3}, {false, V::cluster, 256, 131072, "bf16", 8},
-                             {false, V::staged, 4096, 12288, "bf16"},   {false, V::staged, 8192, 8192, "bf16"},
-                             {false, V::staged, 4096, 4096, "f32"},     {false, V::staged, 4096, 32768, "bf16"},
-                             {false, V::looped, 4096, 32768, "bf16"}};
-  if (run().smoke)
-    cases = {{false, one, 256, 1000, "f32"},        {true, one, 128, 4096, "bf16"},           {false, V::looped, 8, 20000, "f32"},
-             {false, V::split, 8, 20000, "f32", 3}, {false, V::cluster, 8, 20000, "f32", 2}, {false, V::staged, 8, 20000, "f32"}};
-  for (const Case& k : cases) {
-    std::string name = k.rms ? "rmsnorm" : info(k.variant).entry;
-    if (k.splits > 0) name += std::to_string(k.splits);
-    name += "/" + shape_name(k.rows, k.cols, k.dtype);
+  std::vector<VariantCase> cases = {{one, 4096, 4096, "f32"},          {one, 8192, 8192, "bf16"},           {one, 32768, 1024, "f16"},
+                                    {one, 4096, 12288, "bf16"},        {one, 16384, 768, "f32"},            {V::looped, 4096, 12288, "bf16"},
+                                    {V::split, 4096, 12288, "bf16", 3}, {V::looped, 256, 131072, "bf16"},   {V::split, 256, 131072, "bf16", 8},
+                                    {V::cluster, 4096, 12288, "bf16", 3}, {V::cluster, 256, 131072, "bf16", 8}, {V::staged, 4096, 12288, "bf16"},
+                                    {V::staged, 8192, 8192, "bf16"},   {V::staged, 4096, 4096, "f32"},      {V::staged, 4096, 32768, "bf16"},
+                                    {V::looped, 4096, 32768, "bf16"}};
+  std::vector<VariantCase> rms = {{one, 32768, 4096, "bf16"}};
+  if (run().smoke) {
+    cases = {{one, 256, 1000, "f32"},      {V::looped, 8, 20000, "f32"},     {V::split, 8, 20000, "f32", 3},
+             {V::cluster, 8, 20000, "f32", 2}, {V::staged, 8, 20000, "f32"}};
+    rms = {{one, 128, 4096, "bf16"}};
+  }
+  std::vector<Case> all;
+  for (const auto& k : cases) all.push_back(Case{k, false});
+  for (const auto& k : rms) all.push_back(Case{k, true});
+  for (const Case& k : all) {
+    const std::string name = k.rms ? "rmsnorm/" + shape_name(k.rows, k.cols, k.dtype) : case_name(info(k.variant), k);
     const std::string d = k.dtype;
     auto* b = d == "f32"   ? benchmark::RegisterBenchmark(name.c_str(), [k](benchmark::State& st) { norm<float>(st, k); })
               : d == "f16" ? benchmark::RegisterBenchmark(name.c_str(), [k](benchmark::State& st) { norm<half>(st, k); })

@@ -1,4 +1,4 @@
-// GPU timing as METHOD.md prescribes: CUDA events around each launch, warm-up first, the median of many
+// GPU timing as the project measures: CUDA events around each launch, warm-up first, the median of many
 // runs, inputs rotated through enough buffer sets to overflow the L2, and a device-to-device copy of the
 // same bytes timed the same way in the same process as the denominator of every ratio.
 #pragma once

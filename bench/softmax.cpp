@@ -12,18 +12,7 @@ namespace {
 
 using kernels::RowVariant;
 
-struct Case {
-  RowVariant variant;
-  std::int64_t rows, cols;
-  const char* dtype;
-  std::int64_t splits = 0;
-};
-
-const kernels::VariantInfo& info(RowVariant v) {
-  for (const auto& i : kernels::softmax_variants())
-    if (i.variant == v) return i;
-  return kernels::softmax_variants()[0];
-}
+const kernels::VariantInfo& info(RowVariant v) { return kernels::find_variant(kernels::softmax_variants(), v, "softmax"); }
 
 // The fused kernel and the five unfused kernels on one shape.
 template <class H>
@@ -37,28 +26,15 @@ void fused_and_unfused(benchmark::State& state, std::int64_t rows, std::int64_t 
   double err = 0;
   if (!rc.check(state, reference::softmax<H>(rc.host, rows, cols), &err)) return;
   const double c = copy_time_us(bytes, rc.sets, rc.handle(), runs);
-  Timing fused, unfused;
-  for (auto _ : state) {
-    fused = time_launches([&](int s) { kernels::softmax(rc.xs[s], rc.ys[s], rows, cols, rc.opt); }, rc.sets, rc.handle(), 20, runs);
-    unfused = time_launches([&](int s) { kernels::softmax_unfused(rc.xs[s], rc.ys[s], scratch, rows, cols, rc.opt); }, rc.sets,
-                            rc.handle(), 5, std::max(10, runs / 4));
-    state.SetIterationTime(fused.median_us * 1e-6);
-  }
-  const double moved = 2.0 * bytes;
-  state.counters["fused_us"] = fused.median_us;
-  state.counters["unfused_us"] = unfused.median_us;
-  state.counters["x_copy"] = c / fused.median_us;
-  const std::string shape = add_copy_row(rows, cols, dtype, c, moved);
-  char note[64];
-  std::snprintf(note, sizeof note, "rel err %.1e vs float64", err);
-  add_row("softmax", "tilefuse fused", shape, dtype, fused.median_us, moved, c, note);
-  std::snprintf(note, sizeof note, "fused is %.2fx faster", unfused.median_us / fused.median_us);
-  add_row("softmax", "tilefuse unfused (5 kernels)", shape, dtype, unfused.median_us, 4 * moved, c, note);
+  const auto times = time_fused_and_unfused(
+      state, [&](int s) { kernels::softmax(rc.xs[s], rc.ys[s], rows, cols, rc.opt); },
+      [&](int s) { kernels::softmax_unfused(rc.xs[s], rc.ys[s], scratch, rows, cols, rc.opt); }, rc.sets, rc.handle(), 20, runs);
+  add_fused_rows(state, "softmax", "tilefuse fused", "tilefuse unfused (5 kernels)", rows, cols, dtype, times, c, 2.0 * bytes, 4, err);
 }
 
 // One variant of the table on one shape.
 template <class H>
-void variant(benchmark::State& state, const Case& k) {
+void variant(benchmark::State& state, const VariantCase& k) {
   RowCase<H> rc(state, k.rows, k.cols);
   if (!rc.ok) return;
   const int runs = rc.runs(100);
@@ -84,9 +60,7 @@ void variant(benchmark::State& state, const Case& k) {
   const auto& v = info(k.variant);
   char note[128];
   std::snprintf(note, sizeof note, "%s; rel err %.1e", v.reads == 1 ? "reads the row once" : "reads the row twice (1.5x the bytes)", err);
-  std::string impl = std::string("tilefuse ") + kernels::variant_name(k.variant);
-  if (k.variant == RowVariant::split) impl += " (" + std::to_string(k.splits) + " per row, 2 kernels)";
-  add_row("softmax", impl + ": " + v.summary, shape, k.dtype, t.median_us, moved, c, note);
+  add_row("softmax", case_impl(v, k), shape, k.dtype, t.median_us, moved, c, note);
 }
 
 template <class F>
@@ -111,7 +85,7 @@ void register_softmax() {
     timed(by_dtype("softmax/" + shape_name(s.rows, s.cols, s.dtype), s.dtype,
                    [s]<class H>(benchmark::State& st) { fused_and_unfused<H>(st, s.rows, s.cols, s.dtype); }));
   using V = RowVariant;
-  std::vector<Case> wide = {{V::looped, 4096, 32768, "f32"},       {V::looped, 2048, 131072, "bf16"},     {V::looped, 1024, 262144, "f32"},
+  std::vector<VariantCase> wide = {{V::looped, 4096, 32768, "f32"},       {V::looped, 2048, 131072, "bf16"},     {V::looped, 1024, 262144, "f32"},
                             {V::split, 2048, 131072, "bf16", 4},   {V::split, 1024, 262144, "f32", 8},    {V::split, 64, 1048576, "f32", 32},
                             {V::cluster, 2048, 131072, "bf16"},    {V::cluster, 2048, 131072, "f32"},     {V::cluster, 4096, 32768, "f32"},
                             {V::staged, 2048, 131072, "bf16"},     {V::staged, 4096, 32768, "f32"},       {V::staged, 1024, 262144, "f32"},
@@ -119,7 +93,7 @@ void register_softmax() {
                             {V::looped, 1024, 262144, "bf16"}};
   if (run().smoke)
     wide = {{V::looped, 16, 40000, "f32"}, {V::split, 4, 40000, "f32", 3}, {V::cluster, 4, 40000, "f32"}, {V::staged, 4, 40000, "f32"}};
-  for (const Case& k : wide) {
+  for (const VariantCase& k : wide) {
     std::string name = info(k.variant).entry;
     if (k.variant == V::split) name += std::to_string(k.splits);
     timed(by_dtype(name + "/" + shape_name(k.rows, k.cols, k.dtype), k.dtype, [k]<class H>(benchmark::State& st) { variant<H>(st, k); }));

@@ -52,6 +52,8 @@ class Emitter {
   // ---- memory.cpp ----
   void load(const ir::Instr& in);
   void store(const ir::Instr& in);
+  /// Whether lane `idx` of an access is on: the live flag and mask[idx] (-1: no mask); "" when always.
+  std::string lane_test(const std::string& live, ir::ValueId mask, const std::string& idx) const;
   /// The test of a vector run at e0 against the access's mask (and the live flag); "" when none.
   template <class Pred>
   std::string run_test(const passes::AccessPlan& p, Pred pred) const;

@@ -39,6 +39,11 @@ bool narrow(DType t) { return t == DType::f16 || t == DType::bf16; }
 
 }  // namespace
 
+std::string Emitter::lane_test(const std::string& live, ir::ValueId mask, const std::string& idx) const {
+  if (mask < 0) return live;
+  return live + (live.empty() ? "" : " && ") + v(mask) + "[" + idx + "]";
+}
+
 template <class Pred>
 std::string Emitter::run_test(const passes::AccessPlan& p, Pred pred) const {
   switch (p.run) {
@@ -64,11 +69,7 @@ void Emitter::load(const ir::Instr& in) {
   const int E = per_thread(t);
   const int W = plan.vector;
   const std::string lv = live(t);
-  auto pred = [&](const std::string& idx) {
-    std::string s = lv;
-    if (masked) s += (s.empty() ? "" : " && ") + v(in.args[1]) + "[" + idx + "]";
-    return s;
-  };
+  auto pred = [&](const std::string& idx) { return lane_test(lv, masked ? in.args[1] : -1, idx); };
   const std::string r = v(in.result);
   os_ << "  " << text::reg_type(t) << " " << r << "[" << E << "];\n";
   const std::string other = masked ? v(in.args[2]) + "[e]" : text::literal(t.dtype, 0);
@@ -144,11 +145,7 @@ void Emitter::store(const ir::Instr& in) {
   const int E = layout(pt).per_thread;
   const int W = plan.vector;
   const std::string lv = live(pt);
-  auto pred = [&](const std::string& idx) {
-    std::string s = lv;
-    if (masked) s += (s.empty() ? "" : " && ") + v(in.args[2]) + "[" + idx + "]";
-    return s;
-  };
+  auto pred = [&](const std::string& idx) { return lane_test(lv, masked ? in.args[2] : -1, idx); };
   const std::string val = v(in.args[1]);
   if (W == 1) {
     const std::string cond = pred("e");

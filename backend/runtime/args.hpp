@@ -48,20 +48,14 @@ struct Arg {
 
   /// `count` elements of `dtype` at device address `address`.
   static Arg device_memory_of(ir::DType dtype, std::uint64_t address, std::size_t count) {
-    Arg a;
-    a.kind = Kind::device_memory;
-    a.dtype = dtype;
+    Arg a = memory(Kind::device_memory, dtype, count);
     a.device = address;
-    a.count = count;
     return a;
   }
   /// `count` elements of `dtype` at host address `data` (for the interpreter).
   static Arg host_memory_of(ir::DType dtype, void* data, std::size_t count) {
-    Arg a;
-    a.kind = Kind::host_memory;
-    a.dtype = dtype;
+    Arg a = memory(Kind::host_memory, dtype, count);
     a.host = data;
-    a.count = count;
     return a;
   }
   /// An i32 scalar.
@@ -85,6 +79,15 @@ struct Arg {
     a.kind = Kind::f32;
     a.dtype = ir::DType::f32;
     a.f32 = v;
+    return a;
+  }
+
+ private:
+  static Arg memory(Kind kind, ir::DType dtype, std::size_t count) {
+    Arg a;
+    a.kind = kind;
+    a.dtype = dtype;
+    a.count = count;
     return a;
   }
 };

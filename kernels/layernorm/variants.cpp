@@ -6,47 +6,32 @@ namespace tilefuse::kernels {
 
 namespace {
 
-std::int64_t one_program_cols(int, const Tuning&) { return kNormMaxCols; }
-std::int64_t cluster_cols(int, const Tuning&) { return kNormClusterMaxCols; }
-std::int64_t staged_cols(int, const Tuning&) { return kStageMaxCols; }
-std::int64_t any_cols(int, const Tuning&) { return 0; }
 
 bool one_program_fits(std::int64_t cols, int, const RowOptions&) { return cols <= kNormMaxCols; }
-bool anything_fits(std::int64_t, int, const RowOptions&) { return true; }
 
 // In order of preference: the first entry whose `fits` holds is the automatic choice. The staged and
 // cluster kernels read the row once but are not chosen: the looped one is measured ahead of them on the
 // wide rows (bench/NOTES.md).
 constexpr VariantInfo kVariants[] = {
-    {RowVariant::one_program, "layernorm", "one program per row, the row in registers, two-pass", 1, false, false, one_program_cols,
+    {RowVariant::one_program, "layernorm", "one program per row, the row in registers, two-pass", 1, false, false, kNormMaxCols,
      one_program_fits},
-    {RowVariant::looped, "layernorm_looped", "one program per row looping over it, shifted sums", 2, false, false, any_cols, anything_fits},
-    {RowVariant::staged, "layernorm_staged", "the row staged through shared memory, two-pass", 1, false, false, staged_cols, nullptr},
-    {RowVariant::cluster, "layernorm_cluster", "a row over a thread-block cluster, two-pass in registers", 1, false, true, cluster_cols,
+    {RowVariant::looped, "layernorm_looped", "one program per row looping over it, shifted sums", 2, false, false, 0, always_fits},
+    {RowVariant::staged, "layernorm_staged", "the row staged through shared memory, two-pass", 1, false, false, kStageMaxCols, nullptr},
+    {RowVariant::cluster, "layernorm_cluster", "a row over a thread-block cluster, two-pass in registers", 1, false, true, kNormClusterMaxCols,
      nullptr},
     {RowVariant::split, "layernorm_split", "each row over several programs and two kernels, partial sums in scratch", 2, true, false,
-     any_cols, nullptr},
+     0, nullptr},
 };
 
-const VariantInfo& info(RowVariant v) {
-  for (const VariantInfo& i : kVariants)
-    if (i.variant == v) return i;
-  throw std::invalid_argument(std::string("tilefuse layernorm: no variant ") + variant_name(v));
-}
+// The launcher of each variant.
+constexpr Launcher<detail::NormArgs> kLaunchers[] = {
+    {RowVariant::one_program, layernorm_launch::one_program}, {RowVariant::looped, layernorm_launch::looped}, {RowVariant::split, layernorm_launch::split},
+    {RowVariant::cluster, layernorm_launch::cluster},         {RowVariant::staged, layernorm_launch::staged},
+};
 
 // Runs (or, with `collect`, records the programs of) `variant` on `a`.
 void run(RowVariant variant, const detail::NormArgs& a, const RowOptions& opt, std::vector<const Program*>* collect) {
-  validate(opt.tuning);
-  if (variant == RowVariant::automatic) variant = layernorm_choice(a.cols, ir::dtype_bytes(a.x.dtype), opt);
-  const RowCall call{info(variant).entry, a.rows, a.cols, opt, collect};
-  switch (variant) {
-    case RowVariant::one_program: return layernorm_launch::one_program(call, a);
-    case RowVariant::looped: return layernorm_launch::looped(call, a);
-    case RowVariant::split: return layernorm_launch::split(call, a);
-    case RowVariant::cluster: return layernorm_launch::cluster(call, a);
-    case RowVariant::staged: return layernorm_launch::staged(call, a);
-    case RowVariant::automatic: break;
-  }
+  dispatch<detail::NormArgs>(kVariants, kLaunchers, "layernorm", variant, a, ir::dtype_bytes(a.x.dtype), opt, collect);
 }
 
 // Operands for inspection: `count` elements of `dtype` nowhere (nothing runs).
@@ -62,9 +47,7 @@ detail::NormArgs placeholders(ir::DType dtype, std::int64_t cols, std::int64_t s
 std::span<const VariantInfo> layernorm_variants() { return kVariants; }
 
 RowVariant layernorm_choice(std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  for (const VariantInfo& v : kVariants)
-    if (v.fits && v.fits(cols, element_bytes, opt)) return v.variant;
-  return RowVariant::looped;
+  return first_fitting(kVariants, cols, element_bytes, opt);
 }
 
 void detail::layernorm(RowVariant variant, const NormArgs& args, const RowOptions& opt) { run(variant, args, opt, nullptr); }

@@ -69,6 +69,26 @@ Program& kernel_for(const KernelShape& shape, Name&& name, std::span<const char*
 /// Runs `program` over `grid` with `args` (or records it, when the call collects).
 void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args);
 
+/// A family's launcher of one variant, for the family's launcher table.
+template <class Args>
+struct Launcher {
+  RowVariant variant;
+  void (*launch)(const RowCall& call, const Args& args);
+};
+
+/// Runs a family's launcher for `variant` on `args`: validates the tuning, resolves RowVariant::automatic
+/// by the family's variant table, and calls the launcher named after the variant's entry point (or, with
+/// `collect`, records the programs it would launch).
+template <class Args>
+void dispatch(std::span<const VariantInfo> table, std::span<const Launcher<Args>> launchers, const char* family, RowVariant variant,
+              const Args& args, int element_bytes, const RowOptions& opt, std::vector<const Program*>* collect) {
+  validate(opt.tuning);
+  if (variant == RowVariant::automatic) variant = first_fitting(table, args.cols, element_bytes, opt);
+  const RowCall call{find_variant(table, variant, family).entry, args.rows, args.cols, opt, collect};
+  for (const Launcher<Args>& l : launchers)
+    if (l.variant == variant) return l.launch(call, args);
+}
+
 /// An i32 scalar argument.
 inline Arg i32(std::int64_t v) { return Arg::of_i32(static_cast<std::int32_t>(v)); }
 

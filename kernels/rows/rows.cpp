@@ -1,4 +1,4 @@
-// The rules that size the sample row kernels (see rules.hpp), and the variant names.
+// The rules that size the sample row kernels (see rules.hpp), and the variant tables' lookups.
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
@@ -37,6 +37,20 @@ const char* variant_name(RowVariant v) {
     case RowVariant::staged: return "staged";
   }
   return "?";
+}
+
+bool always_fits(std::int64_t, int, const RowOptions&) { return true; }
+
+const VariantInfo& find_variant(std::span<const VariantInfo> table, RowVariant variant, const char* family) {
+  for (const VariantInfo& v : table)
+    if (v.variant == variant) return v;
+  throw std::invalid_argument(std::string("tilefuse ") + family + ": no variant " + variant_name(variant));
+}
+
+RowVariant first_fitting(std::span<const VariantInfo> table, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  for (const VariantInfo& v : table)
+    if (v.fits && v.fits(cols, element_bytes, opt)) return v.variant;
+  return table.back().variant;
 }
 
 KernelOptions KernelShape::options(std::span<const char* const> params) const {

@@ -6,13 +6,8 @@ namespace tilefuse::kernels {
 
 namespace {
 
-std::int64_t one_program_cols(int, const Tuning&) { return kSoftmaxMaxCols; }
-std::int64_t cluster_cols(int, const Tuning&) { return kSoftmaxClusterMaxCols; }
-std::int64_t staged_cols(int, const Tuning&) { return kSoftmaxStagedMaxCols; }
-std::int64_t any_cols(int, const Tuning&) { return 0; }
 
 bool one_program_fits(std::int64_t cols, int, const RowOptions&) { return cols <= kSoftmaxMaxCols; }
-bool anything_fits(std::int64_t, int, const RowOptions&) { return true; }
 
 // Columns one staged program holds when its stage is at most `stage_bytes`.
 std::int64_t stage_piece(std::int64_t stage_bytes, int element_bytes) { return std::min<std::int64_t>(kStageMaxCols, stage_bytes / element_bytes); }
@@ -24,35 +19,25 @@ bool staged_fits(std::int64_t cols, int element_bytes, const RowOptions& opt) {
 
 // In order of preference: the first entry whose `fits` holds is the automatic choice.
 constexpr VariantInfo kVariants[] = {
-    {RowVariant::one_program, "softmax", "one program per row, the row in registers", 1, false, false, one_program_cols, one_program_fits},
+    {RowVariant::one_program, "softmax", "one program per row, the row in registers", 1, false, false, kSoftmaxMaxCols, one_program_fits},
     {RowVariant::staged, "softmax_staged", "the row staged through shared memory (cp.async), a cluster per row past 32 KB", 1, false, true,
-     staged_cols, staged_fits},
-    {RowVariant::looped, "softmax_looped", "one program per row looping over it, online max and sum", 2, false, false, any_cols,
-     anything_fits},
-    {RowVariant::cluster, "softmax_cluster", "a row over a thread-block cluster, in registers (DSMEM)", 1, false, true, cluster_cols, nullptr},
-    {RowVariant::split, "softmax_split", "each row over several programs and two kernels, partials in scratch", 2, true, false, any_cols,
+     kSoftmaxStagedMaxCols, staged_fits},
+    {RowVariant::looped, "softmax_looped", "one program per row looping over it, online max and sum", 2, false, false, 0,
+     always_fits},
+    {RowVariant::cluster, "softmax_cluster", "a row over a thread-block cluster, in registers (DSMEM)", 1, false, true, kSoftmaxClusterMaxCols, nullptr},
+    {RowVariant::split, "softmax_split", "each row over several programs and two kernels, partials in scratch", 2, true, false, 0,
      nullptr},
 };
 
-const VariantInfo& info(RowVariant v) {
-  for (const VariantInfo& i : kVariants)
-    if (i.variant == v) return i;
-  throw std::invalid_argument(std::string("tilefuse softmax: no variant ") + variant_name(v));
-}
+// The launcher of each variant.
+constexpr Launcher<detail::SoftmaxArgs> kLaunchers[] = {
+    {RowVariant::one_program, softmax_launch::one_program}, {RowVariant::looped, softmax_launch::looped}, {RowVariant::split, softmax_launch::split},
+    {RowVariant::cluster, softmax_launch::cluster},         {RowVariant::staged, softmax_launch::staged},
+};
 
 // Runs (or, with `collect`, records the programs of) `variant` on `a`.
 void run(RowVariant variant, const detail::SoftmaxArgs& a, const RowOptions& opt, std::vector<const Program*>* collect) {
-  validate(opt.tuning);
-  if (variant == RowVariant::automatic) variant = softmax_choice(a.cols, ir::dtype_bytes(a.in.dtype), opt);
-  const RowCall call{info(variant).entry, a.rows, a.cols, opt, collect};
-  switch (variant) {
-    case RowVariant::one_program: return softmax_launch::one_program(call, a);
-    case RowVariant::looped: return softmax_launch::looped(call, a);
-    case RowVariant::split: return softmax_launch::split(call, a);
-    case RowVariant::cluster: return softmax_launch::cluster(call, a);
-    case RowVariant::staged: return softmax_launch::staged(call, a);
-    case RowVariant::automatic: break;
-  }
+  dispatch<detail::SoftmaxArgs>(kVariants, kLaunchers, "softmax", variant, a, ir::dtype_bytes(a.in.dtype), opt, collect);
 }
 
 // Operands for inspection: `count` elements of `dtype` nowhere (nothing runs).
@@ -63,9 +48,7 @@ Arg placeholder(ir::DType dtype, std::int64_t count) { return Arg::host_memory_o
 std::span<const VariantInfo> softmax_variants() { return kVariants; }
 
 RowVariant softmax_choice(std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  for (const VariantInfo& v : kVariants)
-    if (v.fits && v.fits(cols, element_bytes, opt)) return v.variant;
-  return RowVariant::looped;
+  return first_fitting(kVariants, cols, element_bytes, opt);
 }
 
 bool softmax_staged_fits(std::int64_t cols, int element_bytes, Backend backend, const Tuning& tuning) {

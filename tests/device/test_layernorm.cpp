@@ -7,21 +7,13 @@
 #include "kernels/layernorm/layernorm.hpp"
 #include "kernels/reference.hpp"
 #include "tests/common/gpu.hpp"
+#include "tests/common/programs.hpp"
 
 namespace {
 
 using namespace tilefuse;
 using test::Gpu;
 using kernels::RowVariant;
-
-// Whether `variant` (automatic: layernorm_auto's choice for `cols`) sums in one pass over the row (the
-// looped and split kernels' shifted variance), which allows 1e-4 on rstd instead of 1e-5.
-bool one_pass_variance(RowVariant variant, std::int64_t cols, int element_bytes) {
-  if (variant == RowVariant::automatic) variant = kernels::layernorm_choice(cols, element_bytes, {Backend::gpu});
-  for (const auto& v : kernels::layernorm_variants())
-    if (v.variant == variant) return v.reads == 2;
-  return false;
-}
 
 // LayerNorm `variant` (split and cluster over `splits` programs per row) on the GPU and in the
 // interpreter, against float64 and against each other; `mean` and `stddev` shape the random rows.
@@ -55,7 +47,7 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, Row
     kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, gpu_opt, variant);
     kernels::layernorm_auto(hx, hw, hb, interp, istats, rows, cols, 1e-5f, interp_opt, variant);
   }
-  const bool looped = one_pass_variance(variant, cols, sizeof(H));
+  const bool looped = test::layernorm_reads_twice(variant, cols, sizeof(H), Backend::gpu);
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(hx, hw, hb, rows, cols, 1e-5, &mean_ref, &rstd_ref);
   const double tol = reference::tolerance<H>();
@@ -138,7 +130,7 @@ TEST_F(Gpu, StagedLayerNormReadsOnce) {
 TEST_F(Gpu, EveryLayerNormVariantOfTheTable) {
   for (const auto& v : kernels::layernorm_variants()) {
     if (v.needs_scratch) continue;
-    const std::int64_t widest = v.max_cols(4, {});
+    const std::int64_t widest = v.max_cols;
     check_layernorm<float>(3, widest == 0 ? 40000 : std::min<std::int64_t>(widest, 40000), 0.f, v.variant, 0);
   }
 }

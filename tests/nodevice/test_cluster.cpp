@@ -10,22 +10,12 @@
 #include "kernels/reference.hpp"
 #include "kernels/softmax/softmax.hpp"
 #include "tests/common/programs.hpp"
+#include "tests/common/softmax_check.hpp"
 #include "tests/common/text.hpp"
 
 using namespace tilefuse;
 
 namespace {
-template <class H>
-void check_cluster(std::int64_t rows, std::int64_t cols) {
-  const auto seed = std::random_device{}();
-  SCOPED_TRACE("softmax_cluster " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
-  auto x = reference::random_vector<H>(rows * cols, seed, 0.f, 3.f);
-  std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
-  kernels::softmax_cluster(x, y, rows, cols, {Backend::interpreter});
-  const auto ref = reference::softmax<H>(x, rows, cols);
-  EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
-  EXPECT_LE(reference::worst_element<H>(y, ref, 1e-7, 4 * reference::tolerance<H>()), 1.0);
-}
 
 // A program that sums one tile per program and then over its cluster, for the cluster checks below.
 void cluster_total_program(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out) {
@@ -45,11 +35,11 @@ void cluster_in_loop_program(tl::Ptr<tl::f32> out) {
 }  // namespace
 
 TEST(Cluster, SoftmaxReadOnceMatchesFloat64) {
-  check_cluster<float>(3, 100);      // one program per row: the one-program kernel
-  check_cluster<float>(3, 16385);    // two programs per row, pieces of 8200 (the last one shorter)
-  check_cluster<float>(2, 50001);    // four programs, a ragged last piece
-  check_cluster<half>(2, 70000);     // five programs: cluster sizes need not be powers of two
-  check_cluster<bfloat16>(2, 131072);
+  test::check_softmax_interpreter<float>(3, 100, kernels::RowVariant::cluster);      // one program per row: the one-program kernel
+  test::check_softmax_interpreter<float>(3, 16385, kernels::RowVariant::cluster);    // two programs per row, pieces of 8200 (the last one shorter)
+  test::check_softmax_interpreter<float>(2, 50001, kernels::RowVariant::cluster);    // four programs, a ragged last piece
+  test::check_softmax_interpreter<half>(2, 70000, kernels::RowVariant::cluster);     // five programs: cluster sizes need not be powers of two
+  test::check_softmax_interpreter<bfloat16>(2, 131072, kernels::RowVariant::cluster);
 }
 
 TEST(Cluster, ReductionsCombineTheClustersPrograms) {

@@ -17,15 +17,6 @@ namespace {
 
 using kernels::RowVariant;
 
-// Whether `variant` (automatic: layernorm_auto's choice for `cols`) sums in one pass over the row (the
-// looped and split kernels' shifted variance), which allows 1e-4 on rstd instead of 1e-5.
-bool one_pass_variance(RowVariant variant, std::int64_t cols, int element_bytes) {
-  if (variant == RowVariant::automatic) variant = kernels::layernorm_choice(cols, element_bytes, {Backend::interpreter});
-  for (const auto& v : kernels::layernorm_variants())
-    if (v.variant == variant) return v.reads == 2;
-  return false;
-}
-
 // LayerNorm `variant` (split and cluster over `splits` programs per row) in the interpreter against
 // float64; `mean` and `stddev` shape the random rows.
 template <class H>
@@ -45,7 +36,7 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, flo
   if (variant == RowVariant::split) kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, splits, 1e-5f, opt);
   else if (variant == RowVariant::cluster) kernels::layernorm_cluster(x, w, b, y, stats, rows, cols, 1e-5f, opt, splits);
   else kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, opt, variant);
-  const bool looped = one_pass_variance(variant, cols, sizeof(H));  // (cluster and staged are two-pass)
+  const bool looped = test::layernorm_reads_twice(variant, cols, sizeof(H), Backend::interpreter);  // (cluster and staged are two-pass)
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
   const double tol = reference::tolerance<H>();
@@ -270,7 +261,7 @@ TEST(LayerNormInterp, StagedIsTwoPassAtLargeMeans) { check_layernorm<float>(3, 5
 // split-row variant with its scratch): a new variant is tested by being listed.
 TEST(LayerNormInterp, EveryVariantOfTheTable) {
   for (const auto& v : kernels::layernorm_variants()) {
-    const std::int64_t widest = v.max_cols(4, {});
+    const std::int64_t widest = v.max_cols;
     check_layernorm<float>(2, widest == 0 ? 20000 : std::min<std::int64_t>(widest, 20000), 0.f, 1.f, v.variant, v.needs_scratch ? 3 : 0);
   }
 }

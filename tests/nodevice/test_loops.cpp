@@ -12,6 +12,7 @@
 #include "kernels/softmax/programs.hpp"
 #include "kernels/softmax/softmax.hpp"
 #include "tests/common/programs.hpp"
+#include "tests/common/softmax_check.hpp"
 #include "tests/common/text.hpp"
 
 using namespace tilefuse;
@@ -161,24 +162,10 @@ TEST(Loops, ReductionInALoopWaitsBeforeTheNextIteration) {
   EXPECT_EQ(c.spill_stores + c.spill_loads, 0);
 }
 
-namespace {
-template <class H>
-void check_looped(std::int64_t rows, std::int64_t cols) {
-  const auto seed = std::random_device{}();
-  SCOPED_TRACE("softmax_looped " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
-  auto x = reference::random_vector<H>(rows * cols, seed, 0.f, 3.f);
-  std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
-  kernels::softmax_looped(x, y, rows, cols, {Backend::interpreter});
-  const auto ref = reference::softmax<H>(x, rows, cols);
-  EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
-  EXPECT_LE(reference::worst_element<H>(y, ref, 1e-7, 4 * reference::tolerance<H>()), 1.0);
-}
-}  // namespace
-
 TEST(Loops, LoopedSoftmaxMatchesFloat64) {
-  for (std::int64_t cols : {1, 7, 4096, 5000, 20000}) check_looped<float>(3, cols);
-  check_looped<bfloat16>(2, 131072);
-  check_looped<half>(2, 9000);
+  for (std::int64_t cols : {1, 7, 4096, 5000, 20000}) test::check_softmax_interpreter<float>(3, cols, kernels::RowVariant::looped);
+  test::check_softmax_interpreter<bfloat16>(2, 131072, kernels::RowVariant::looped);
+  test::check_softmax_interpreter<half>(2, 9000, kernels::RowVariant::looped);
 }
 
 TEST(Loops, AutomaticVariantTakesEveryWidth) {

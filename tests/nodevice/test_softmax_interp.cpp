@@ -80,7 +80,7 @@ TEST(SoftmaxInterp, SmallBuffersAreAClearError) {
 TEST(SoftmaxInterp, EveryVariantOfTheTable) {
   const std::int64_t rows = 2;
   for (const auto& v : kernels::softmax_variants()) {
-    const std::int64_t widest = v.max_cols(4, {});
+    const std::int64_t widest = v.max_cols;
     const std::int64_t cols = widest == 0 ? 20000 : std::min<std::int64_t>(widest, 20000);
     SCOPED_TRACE(std::string(v.entry) + " at " + std::to_string(cols) + " columns");
     auto x = reference::random_vector<float>(static_cast<std::size_t>(rows * cols), 11, 0.f, 3.f);

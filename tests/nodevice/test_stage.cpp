@@ -10,6 +10,7 @@
 #include "kernels/reference.hpp"
 #include "tests/common/op_kernels.hpp"
 #include "tests/common/programs.hpp"
+#include "tests/common/softmax_check.hpp"
 #include "tests/common/text.hpp"
 
 using namespace tilefuse;
@@ -110,29 +111,12 @@ TEST(Stage, StageBytesAreAlignedPerStage) {
   EXPECT_EQ(ir::stage_offset({{ir::DType::f16, 3}, {ir::DType::f32, 4}}, 1), 16);
 }
 
-namespace {
-
-template <class H>
-void check_softmax_staged(std::int64_t rows, std::int64_t cols, std::int64_t splits = 0) {
-  const auto seed = std::random_device{}();
-  SCOPED_TRACE("softmax_staged " + std::to_string(rows) + "x" + std::to_string(cols) + " splits " + std::to_string(splits) +
-               " seed " + std::to_string(seed));
-  auto x = reference::random_vector<H>(rows * cols, seed, 0.f, 3.f);
-  std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
-  kernels::softmax_staged(x, y, rows, cols, {Backend::interpreter}, splits);
-  const auto ref = reference::softmax<H>(x, rows, cols);
-  EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
-  EXPECT_LE(reference::worst_element<H>(y, ref, 1e-7, 4 * reference::tolerance<H>()), 1.0);
-}
-
-}  // namespace
-
 TEST(Stage, StagedSoftmaxMatchesFloat64) {
   // One program per row up to 8192 f32 / 16384 bf16 columns (32 KB stages), clusters above.
-  for (std::int64_t cols : {1, 100, 2049, 8192, 20001}) check_softmax_staged<float>(2, cols);
-  check_softmax_staged<bfloat16>(2, 40000);
-  check_softmax_staged<half>(1, 16385);
-  check_softmax_staged<float>(2, 5000, 3);  // explicit splits, the last program's piece ragged
+  for (std::int64_t cols : {1, 100, 2049, 8192, 20001}) test::check_softmax_interpreter<float>(2, cols, kernels::RowVariant::staged);
+  test::check_softmax_interpreter<bfloat16>(2, 40000, kernels::RowVariant::staged);
+  test::check_softmax_interpreter<half>(1, 16385, kernels::RowVariant::staged);
+  test::check_softmax_interpreter<float>(2, 5000, kernels::RowVariant::staged, 3);  // explicit splits, the last program's piece ragged
 }
 
 TEST(Stage, StagedSoftmaxTakesMinusInfinity) {
