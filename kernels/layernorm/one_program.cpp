@@ -16,13 +16,6 @@ void check_cols(const RowCall& call, bool auto_hint) {
                                 (auto_hint ? " (kernels::layernorm_auto and layernorm_looped take rows of any width)" : ""));
 }
 
-// The row kernel of program Fn at row tile BLOCK of T, named name_BLOCK.
-template <auto Fn, class T, int BLOCK>
-Program& row_program(const RowCall& call, const char* name, std::span<const char* const> params) {
-  return kernel_for<Fn>(row_shape(call.opt.tuning, element_bytes_of<T>(), BLOCK),
-                        [&] { return std::string(name) + "_" + std::to_string(BLOCK); }, params);
-}
-
 }  // namespace
 
 void check_layernorm(const RowCall& call, const Args& a) {

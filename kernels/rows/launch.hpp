@@ -66,6 +66,14 @@ Program& kernel_for(const KernelShape& shape, Name&& name, std::span<const char*
   return k->program();
 }
 
+/// The row kernel of program Fn, whose rows are tiles of BLOCK elements of T: sized by row_shape and
+/// named name_BLOCK.
+template <auto Fn, class T, int BLOCK>
+Program& row_program(const RowCall& call, const char* name, std::span<const char* const> params) {
+  return kernel_for<Fn>(row_shape(call.opt.tuning, element_bytes_of<T>(), BLOCK),
+                        [&] { return std::string(name) + "_" + std::to_string(BLOCK); }, params);
+}
+
 /// Runs `program` over `grid` with `args` (or records it, when the call collects).
 void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args);
 

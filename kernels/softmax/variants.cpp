@@ -6,7 +6,6 @@ namespace tilefuse::kernels {
 
 namespace {
 
-
 bool one_program_fits(std::int64_t cols, int, const RowOptions&) { return cols <= kSoftmaxMaxCols; }
 
 // Columns one staged program holds when its stage is at most `stage_bytes`.
