@@ -4,6 +4,7 @@
 #include "backend/interp/program.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "backend/numerics/philox.hpp"
 
@@ -101,16 +102,16 @@ auto element(const V& x, std::size_t j) {
   return x.size() == 1 ? x[0] : x[j];
 }
 
-// Whether `op` is a comparison; if so, its result for (a, b) goes to `bit`.
-bool float_compare(Op op, float a, float b, std::int64_t& bit) {
+// The result of comparison `op` on (a, b), or nothing when `op` is not a comparison.
+std::optional<bool> float_compare(Op op, float a, float b) {
   switch (op) {
-    case Op::lt: bit = a < b; return true;
-    case Op::le: bit = a <= b; return true;
-    case Op::gt: bit = a > b; return true;
-    case Op::ge: bit = a >= b; return true;
-    case Op::eq: bit = a == b; return true;
-    case Op::ne: bit = a != b; return true;
-    default: return false;
+    case Op::lt: return a < b;
+    case Op::le: return a <= b;
+    case Op::gt: return a > b;
+    case Op::ge: return a >= b;
+    case Op::eq: return a == b;
+    case Op::ne: return a != b;
+    default: return std::nullopt;
   }
 }
 
@@ -135,7 +136,11 @@ void Program::arithmetic(const ir::Instr& in) {
 
 void Program::float_element(const ir::Instr& in, std::size_t j, Value& r, DType result) const {
   auto f = [&](std::size_t k) { return static_cast<float>(fx(in, k, j)); };
-  if (in.args.size() == 2 && float_compare(in.op, f(0), f(1), r.i[j])) return;
+  if (in.args.size() == 2)
+    if (const std::optional<bool> bit = float_compare(in.op, f(0), f(1))) {
+      r.i[j] = *bit;  // a comparison's result is i1, held in r.i (r.f is empty)
+      return;
+    }
   float x = 0;
   switch (in.op) {
     case Op::add: x = f(0) + f(1); break;
