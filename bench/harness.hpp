@@ -131,6 +131,7 @@ void add_fused_rows(benchmark::State& state, const char* kernel, const std::stri
 void register_softmax();
 void register_layernorm();
 void register_epilogue();
+void register_matrix();
 void register_host_costs();
 
 }  // namespace tilefuse::bench

@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
   bench::register_softmax();
   bench::register_layernorm();
   bench::register_epilogue();
+  bench::register_matrix();
   bench::register_host_costs();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

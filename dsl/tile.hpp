@@ -57,25 +57,55 @@ inline ir::ValueId emit(ir::Op op, const ir::ValueType* type, std::vector<ir::Va
 
 }  // namespace detail
 
-/// Static shape of a tile as a type: Shape<> for scalars, Shape<N> for 1D tiles.
+/// Static shape of a tile as a type: Shape<> for scalars, Shape<N> for 1D tiles, Shape<M, N> for 2D tiles.
 template <int... N> struct Shape {};
 
-/// A tile of dtype T and static shape N... (no N: a scalar, uniform across the program).
+/// Tag of tl::all in a tile's subscript: keep this dimension (Triton's `:`).
+struct All {};
+/// Tag of tl::none in a tile's subscript: a new dimension of 1 (Triton's `None`).
+struct NewAxis {};
+/// `x(tl::all, tl::none)` is Triton's x[:, None]: a 1D tile of n as a column [n, 1].
+inline constexpr All all{};
+/// `x(tl::none, tl::all)` is Triton's x[None, :]: a 1D tile of n as a row [1, n].
+inline constexpr NewAxis none{};
+
+template <class T, int... N> class Tile;
+
+namespace detail {
+template <int Axis, class T, int N>
+Tile<T, (Axis == 1 ? N : 1), (Axis == 1 ? 1 : N)> expand(const Tile<T, N>& x);
+}  // namespace detail
+
+/// A tile of dtype T and static shape N... (no N: a scalar, uniform across the program; M, N: a 2D tile
+/// of M rows and N columns).
 template <class T, int... N>
 class Tile {
-  static_assert(sizeof...(N) <= 1,
-                "tilefuse: only scalars and 1D tiles are supported so far; 2D tiles arrive with dot.");
+  static_assert(sizeof...(N) <= 2, "tilefuse: tiles have at most two dimensions.");
   static_assert(((N > 0) && ...), "tilefuse: every tile dimension must be positive.");
+  static_assert(sizeof...(N) < 2 || ((N > 0 && (N & (N - 1)) == 0) && ...),
+                "tilefuse: 2D tile dimensions must be powers of two; round up and mask the edges.");
 
  public:
   using dtype = T;                ///< element tag (f32, i32, ptr<f16>, ...)
   using shape = Shape<N...>;      ///< static shape as a type
-  static constexpr int rank = sizeof...(N);  ///< 0 for scalars, 1 for 1D tiles
+  static constexpr int rank = sizeof...(N);  ///< 0 for scalars, 1 for 1D tiles, 2 for 2D tiles
 
   /// Names an existing IR value; made by the DSL's operations, not by users.
   explicit Tile(ir::ValueId id) : id_(id) {}
   /// The IR value this tile names.
   ir::ValueId id() const { return id_; }
+
+  /// A 1D tile as a column [n, 1]: `x(tl::all, tl::none)`, Triton's x[:, None]. It broadcasts along its
+  /// dimension of 1 when combined with a 2D tile.
+  auto operator()(All, NewAxis) const {
+    static_assert(rank == 1, "tilefuse: x(tl::all, tl::none) makes a column of a 1D tile; this tile is not 1D.");
+    if constexpr (rank == 1) return detail::expand<1>(*this);
+  }
+  /// A 1D tile as a row [1, n]: `x(tl::none, tl::all)`, Triton's x[None, :].
+  auto operator()(NewAxis, All) const {
+    static_assert(rank == 1, "tilefuse: x(tl::none, tl::all) makes a row of a 1D tile; this tile is not 1D.");
+    if constexpr (rank == 1) return detail::expand<0>(*this);
+  }
 
   /// IR type of this tile.
   static ir::ValueType type() {
@@ -130,11 +160,24 @@ template <class T, class S> using tile_of_t = typename tile_of<T, S>::type;
 template <class S> struct shape_rank;
 template <int... N> struct shape_rank<Shape<N...>> : std::integral_constant<int, sizeof...(N)> {};
 
-/// Whether shapes A and B combine: equal, or one of them a scalar.
+/// Whether two 2D shapes broadcast together: each dimension equal, or 1 in one of them.
+template <class A, class B> struct broadcast_2d : std::false_type {};
+template <int A0, int A1, int B0, int B1>
+struct broadcast_2d<Shape<A0, A1>, Shape<B0, B1>>
+    : std::bool_constant<(A0 == B0 || A0 == 1 || B0 == 1) && (A1 == B1 || A1 == 1 || B1 == 1)> {};
+template <class A, class B> struct broadcast_shape { using type = A; };
+template <int A0, int A1, int B0, int B1>
+struct broadcast_shape<Shape<A0, A1>, Shape<B0, B1>> { using type = Shape<(A0 > B0 ? A0 : B0), (A1 > B1 ? A1 : B1)>; };
+
+/// Whether shapes A and B combine: equal, one of them a scalar, or two 2D shapes that broadcast (a
+/// dimension of 1 repeats along the other's).
 template <class A, class B>
-inline constexpr bool shapes_combine = std::is_same_v<A, B> || shape_rank<A>::value == 0 || shape_rank<B>::value == 0;
-/// The combined shape of A and B (the non-scalar one).
-template <class A, class B> using combined_shape = std::conditional_t<shape_rank<A>::value == 0, B, A>;
+inline constexpr bool shapes_combine =
+    std::is_same_v<A, B> || shape_rank<A>::value == 0 || shape_rank<B>::value == 0 || broadcast_2d<A, B>::value;
+/// The combined shape of A and B (the non-scalar one; for 2D shapes, the larger of each dimension).
+template <class A, class B>
+using combined_shape = std::conditional_t<shape_rank<A>::value == 0, B,
+                                          std::conditional_t<shape_rank<B>::value == 0, A, typename broadcast_shape<A, B>::type>>;
 
 /// The dtype two operand dtypes combine to: equal dtypes, or integers widened to the wider one.
 template <class A, class B>
@@ -169,16 +212,31 @@ Tile<To, N...> convert(const Tile<T, N...>& x) {
   }
 }
 
-/// The value of x broadcast to shape S (a splat instruction for scalars).
+/// The value of x broadcast to shape S (a splat instruction for scalars, a broadcast instruction for a 2D
+/// tile with a dimension of 1).
 template <class S, class T, int... N>
 tile_of_t<T, S> broadcast(const Tile<T, N...>& x) {
   using R = tile_of_t<T, S>;
   if constexpr (std::is_same_v<Shape<N...>, S>) {
     return x;
-  } else {
+  } else if constexpr (sizeof...(N) == 0) {
     const ir::ValueType type = R::type();
     return R(emit(ir::Op::splat, &type, {x.id()}));
+  } else {
+    static_assert(sizeof...(N) == 2 && shape_rank<S>::value == 2 && broadcast_2d<Shape<N...>, S>::value,
+                  "tilefuse: a 1D tile does not broadcast against a 2D tile; make it a column with "
+                  "x(tl::all, tl::none) or a row with x(tl::none, tl::all) first.");
+    const ir::ValueType type = R::type();
+    return R(emit(ir::Op::broadcast, &type, {x.id()}));
   }
+}
+
+/// Triton's expand_dims: a 1D tile as a column (Axis 1: [n, 1]) or a row (Axis 0: [1, n]).
+template <int Axis, class T, int N>
+Tile<T, (Axis == 1 ? N : 1), (Axis == 1 ? 1 : N)> expand(const Tile<T, N>& x) {
+  using R = Tile<T, (Axis == 1 ? N : 1), (Axis == 1 ? 1 : N)>;
+  const ir::ValueType type = R::type();
+  return R(emit(ir::Op::expand, &type, {x.id()}, ir::attr::Axis{Axis}));
 }
 
 /// An operand as a tile: tiles as they are, literals as constants of dtype T.
@@ -205,8 +263,12 @@ template <ir::Op op, bool Cmp, class A, class B>
 auto binary(const A& a, const B& b) {
   using SA = typename shape_of<A>::type;
   using SB = typename shape_of<B>::type;
+  static_assert(shape_rank<SA>::value + shape_rank<SB>::value != 3,
+                "tilefuse: a 1D tile does not combine with a 2D tile; make it a column with x(tl::all, tl::none) "
+                "or a row with x(tl::none, tl::all) first.");
   static_assert(shapes_combine<SA, SB>,
-                "tilefuse: the tile shapes differ; elementwise operations need equal shapes or a scalar operand.");
+                "tilefuse: the tile shapes differ; elementwise operations need equal shapes, a scalar operand, or "
+                "2D shapes whose differing dimensions are 1.");
   using T = typename operand_dtype<A, B>::type;
   static_assert(!std::is_void_v<T>,
                 "tilefuse: the operands have different dtypes; convert one with tl::cast<...>(x) first.");
@@ -251,7 +313,9 @@ Tile<T, N...> unary(const Tile<T, N...>& x) {
 /// Reduction of a 1D tile to a scalar.
 template <ir::Op op, class T, int... N>
 Scalar<T> reduce(const Tile<T, N...>& x, const std::source_location& loc) {
-  static_assert(sizeof...(N) == 1, "tilefuse: max/min/sum reduce a 1D tile; this operand is already a scalar.");
+  static_assert(sizeof...(N) != 0, "tilefuse: max/min/sum reduce a 1D tile; this operand is already a scalar.");
+  static_assert(sizeof...(N) != 2, "tilefuse: reduce a 2D tile along an axis: tl::max<1>(x) gives the 1D tile of "
+                                   "its rows' maxima, tl::sum<0>(x) its columns' sums.");
   static_assert(!is_ptr_tag<T>::value && !std::is_same_v<T, i1>, "tilefuse: only numbers can be reduced.");
   const ir::ValueType type = Scalar<T>::type();
   return Scalar<T>(emit(op, &type, {x.id()}, {}, site(loc)));

@@ -8,6 +8,7 @@
 #include "dsl/kernel.hpp"
 #include "dsl/loop.hpp"
 #include "dsl/memory.hpp"
+#include "dsl/matrix.hpp"
 #include "dsl/ops.hpp"
 #include "dsl/stage.hpp"
 #include "dsl/tile.hpp"

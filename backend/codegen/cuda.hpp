@@ -4,6 +4,7 @@
 // passes::analyze; the generator spells it out.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,12 +26,24 @@ struct Options {
   int cluster_size = 1;
 };
 
+/// A generated kernel: its source and the dynamic shared memory one thread block needs.
+struct Generated {
+  std::string source;
+  std::int64_t shared_bytes = 0;
+};
+
+/// The kernel for `fn` (as cuda_source) and the shared memory it needs: its stages (times the programs
+/// a block packs), or for programs with 2D tiles the buffers of dot operands and the scratch of layout
+/// conversions and reductions. Throws std::invalid_argument, saying what to shrink, when the tiles a
+/// loop carries cannot fit in a thread's registers.
+Generated generate(const ir::Function& fn, const passes::Analysis& analysis, const Options& options);
+
 /// The extern "C" symbol of the kernel generated for `fn`.
 std::string kernel_symbol(const ir::Function& fn);
 
 /// CUDA C++ source of `fn`: a __global__ function named kernel_symbol(fn), one comment per IR statement.
 /// `analysis` is passes::analyze(fn, 32 * options.num_warps, divisibility). Throws std::invalid_argument
-/// for IR the generator cannot lower (2D tiles, bad num_warps).
+/// for IR the generator cannot lower (bad num_warps, ops not supported with 2D tiles).
 std::string cuda_source(const ir::Function& fn, const passes::Analysis& analysis, const Options& options);
 
 }  // namespace tilefuse::codegen

@@ -63,34 +63,45 @@ std::string fill(const char* pattern, const std::vector<std::string>& operands) 
 
 }  // namespace
 
-void Emitter::arithmetic(const ir::Instr& in) {
-  const ir::ValueType& t = fn_.values[in.result];
+std::string elementwise_expr(const ir::Function& fn, const ir::Instr& in, const std::vector<std::string>& a) {
+  const ir::ValueType& t = fn.values[in.result];
   const bool fl = ir::is_float(t.dtype) && !t.pointer;
-  std::vector<std::string> a;
-  for (ir::ValueId id : in.args) a.push_back(at(id));
   switch (in.op) {
-    case Op::constant: return elementwise(in, text::literal(t.dtype, in.as<ir::attr::Constant>().value));
-    case Op::splat: return elementwise(in, v(in.args[0]));
+    case Op::constant: return text::literal(t.dtype, in.as<ir::attr::Constant>().value);
+    case Op::splat: return a[0];
     case Op::div:
       // Scalars divide exactly (once per program); tiles use the 2-ulp full-range division.
-      return elementwise(in, text::rounded(t.dtype, fl && t.rank > 0 ? "tf_div(" + a[0] + ", " + a[1] + ")" : a[0] + " / " + a[1]));
-    case Op::abs:
-      return elementwise(in, fl ? "fabsf(" + a[0] + ")" : (t.dtype == DType::i64 ? "llabs(" : "abs(") + a[0] + ")");
-    case Op::lt: return compare(in, "<");
-    case Op::le: return compare(in, "<=");
-    case Op::gt: return compare(in, ">");
-    case Op::ge: return compare(in, ">=");
-    case Op::select: return elementwise(in, known_true(in.args[0]) ? a[1] : a[0] + " ? " + a[1] + " : " + a[2]);
-    case Op::cast: return cast(in);
+      return text::rounded(t.dtype, fl && t.rank > 0 ? "tf_div(" + a[0] + ", " + a[1] + ")" : a[0] + " / " + a[1]);
+    case Op::abs: return fl ? "fabsf(" + a[0] + ")" : (t.dtype == DType::i64 ? "llabs(" : "abs(") + a[0] + ")";
+    case Op::lt: return a[0] + " < " + a[1];
+    case Op::le: return a[0] + " <= " + a[1];
+    case Op::gt: return a[0] + " > " + a[1];
+    case Op::ge: return a[0] + " >= " + a[1];
+    case Op::select: return a[0] + " ? " + a[1] + " : " + a[2];
+    case Op::cast: return text::cast(fn.values[in.args[0]].dtype, t.dtype, a[0]);
     default: break;
   }
   const Spelling* s = spelling_of(in.op);
   if (!s) throw std::logic_error(std::string("tilefuse codegen: no lowering for ") + ir::op_name(in.op));
   // Comparisons and logic take their operands' dtype, not their (mask) result's.
-  const bool float_operands = ir::is_float(fn_.values[in.args[0]].dtype) && !fn_.values[in.args[0]].pointer;
+  const bool float_operands = ir::is_float(fn.values[in.args[0]].dtype) && !fn.values[in.args[0]].pointer;
   const char* pattern = float_operands && s->floats ? s->floats : s->ints ? s->ints : s->floats;
   const std::string expr = fill(pattern, a);
-  elementwise(in, s->rounds ? text::rounded(t.dtype, expr) : expr);
+  return s->rounds ? text::rounded(t.dtype, expr) : expr;
+}
+
+void Emitter::arithmetic(const ir::Instr& in) {
+  std::vector<std::string> a;
+  for (ir::ValueId id : in.args) a.push_back(at(id));
+  switch (in.op) {
+    case Op::lt: return compare(in, "<");
+    case Op::le: return compare(in, "<=");
+    case Op::gt: return compare(in, ">");
+    case Op::ge: return compare(in, ">=");
+    case Op::select: return elementwise(in, known_true(in.args[0]) ? a[1] : elementwise_expr(fn_, in, a));
+    case Op::cast: return cast(in);
+    default: return elementwise(in, elementwise_expr(fn_, in, a));
+  }
 }
 
 // A comparison tile. When it is constant over each run of the layout (an index against a bound that is a
@@ -110,7 +121,7 @@ void Emitter::cast(const ir::Instr& in) {
   const DType from = fn_.values[in.args[0]].dtype, to = fn_.values[in.result].dtype;
   if (ir::is_float(from) && (to == DType::f16 || to == DType::bf16) && a_.only_stored[in.result])
     return elementwise(in, at(in.args[0]) + "  /* rounded by its stores */");
-  elementwise(in, text::cast(from, to, at(in.args[0])));
+  elementwise(in, elementwise_expr(fn_, in, {at(in.args[0])}));
 }
 
 }  // namespace tilefuse::codegen

@@ -7,6 +7,7 @@
 
 #include "backend/codegen/prelude.hpp"
 #include "backend/codegen/text.hpp"
+#include "backend/codegen/tile_emitter.hpp"
 #include "backend/ir/ops.hpp"
 
 namespace tilefuse::codegen {
@@ -47,26 +48,29 @@ void Emitter::check() const {
   if (opt_.num_warps < 1 || opt_.num_warps > 32 || (opt_.num_warps & (opt_.num_warps - 1)))
     throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': num_warps must be a power of two "
                                 "from 1 to 32, got " + std::to_string(opt_.num_warps));
-  for (const auto& t : fn_.values)
-    if (t.rank > 1) throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': 2D tiles are not supported yet");
 }
 
-void Emitter::signature() {
-  os_ << "extern \"C\" __global__ void __launch_bounds__(" << threads_ * opt_.programs_per_block;
-  if (opt_.min_programs_per_sm > 0)
-    os_ << ", " << std::max(1, std::min({32, 2048 / (threads_ * opt_.programs_per_block),  // what an SM can hold
-                                         (opt_.min_programs_per_sm + opt_.programs_per_block - 1) / opt_.programs_per_block}));
-  os_ << ") ";
-  if (opt_.cluster_size > 1) os_ << "__cluster_dims__(" << opt_.cluster_size << ", 1, 1) ";
-  os_ << kernel_symbol(fn_) << "(";
-  for (std::size_t i = 0; i < fn_.params.size(); ++i) {
-    const auto& p = fn_.params[i];
+void Emitter::signature() { os_ << signature_text(fn_, a_, opt_); }
+
+std::string signature_text(const ir::Function& fn, const passes::Analysis& a, const Options& opt) {
+  std::ostringstream os;
+  const int threads = 32 * opt.num_warps;
+  os << "extern \"C\" __global__ void __launch_bounds__(" << threads * opt.programs_per_block;
+  if (opt.min_programs_per_sm > 0)
+    os << ", " << std::max(1, std::min({32, 2048 / (threads * opt.programs_per_block),  // what an SM can hold
+                                        (opt.min_programs_per_sm + opt.programs_per_block - 1) / opt.programs_per_block}));
+  os << ") ";
+  if (opt.cluster_size > 1) os << "__cluster_dims__(" << opt.cluster_size << ", 1, 1) ";
+  os << kernel_symbol(fn) << "(";
+  for (std::size_t i = 0; i < fn.params.size(); ++i) {
+    const auto& p = fn.params[i];
     std::string type = text::reg_type(p.type);
-    if (p.type.pointer && !a_.written[i]) type = "const " + type;
-    os_ << (i ? ", " : "") << type << " a_" << text::identifier(p.name);
+    if (p.type.pointer && !a.written[i]) type = "const " + type;
+    os << (i ? ", " : "") << type << " a_" << text::identifier(p.name);
   }
-  if (packed_) os_ << (fn_.params.empty() ? "" : ", ") << "int tf_num_programs_x";
-  os_ << ") {\n";
+  if (opt.programs_per_block > 1) os << (fn.params.empty() ? "" : ", ") << "int tf_num_programs_x";
+  os << ") {\n";
+  return os.str();
 }
 
 // Thread ids, and the flags of threads that hold elements of tiles smaller than the program.
@@ -96,6 +100,9 @@ void Emitter::instr(const ir::Instr& in) {
     case ir::Family::cluster: return cluster_reduce(in);
     case ir::Family::stage: return in.op == Op::stage_copy ? stage_copy(in) : stage_access(in);
     case ir::Family::control: return loop(in);
+    case ir::Family::shape:
+    case ir::Family::axis_reduction:
+    case ir::Family::dot: break;  // 2D tiles: TileEmitter
   }
 }
 
@@ -169,8 +176,19 @@ std::string Emitter::live(const ir::ValueType& t) const {
 
 std::string kernel_symbol(const ir::Function& fn) { return "tilefuse_" + text::identifier(fn.name); }
 
+Generated generate(const ir::Function& fn, const passes::Analysis& analysis, const Options& options) {
+  if (analysis.matrix) {
+    TileEmitter e(fn, analysis, options);
+    Generated g;
+    g.source = e.run();
+    g.shared_bytes = e.shared_bytes();
+    return g;
+  }
+  return Generated{Emitter(fn, analysis, options).run(), ir::stage_bytes(fn.stages) * options.programs_per_block};
+}
+
 std::string cuda_source(const ir::Function& fn, const passes::Analysis& analysis, const Options& options) {
-  return Emitter(fn, analysis, options).run();
+  return generate(fn, analysis, options).source;
 }
 
 }  // namespace tilefuse::codegen

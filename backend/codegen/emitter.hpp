@@ -89,6 +89,13 @@ class Emitter {
   std::ostringstream os_;
 };
 
+/// The CUDA expression of the pure elementwise op `in` of `fn` (constant, splat, arithmetic, math,
+/// comparison, logic, where, cast, pointer offset, rand) over its operands' expressions `a`.
+std::string elementwise_expr(const ir::Function& fn, const ir::Instr& in, const std::vector<std::string>& a);
+/// The kernel's opening line: launch bounds, cluster dimensions, name and parameters (pointers that
+/// nothing stores through are const), through the opening brace.
+std::string signature_text(const ir::Function& fn, const passes::Analysis& a, const Options& opt);
+
 /// Whether an instruction of `block` (loop bodies included) has an op for which pred(op) holds.
 template <class Pred>
 bool any_of_ops(const std::vector<ir::Instr>& block, Pred pred) {

@@ -12,5 +12,7 @@ extern const char* const rand;
 extern const char* const cluster;
 /// Kernels that copy into stages: cp.async and its wait.
 extern const char* const copy;
+/// Kernels with dot: ldmatrix, mma.sync and 16-byte asynchronous copies in commit groups.
+extern const char* const mma;
 
 }  // namespace tilefuse::codegen::prelude

@@ -114,6 +114,9 @@ void Program::step(const ir::Instr& in) {
     case ir::Family::stage: return in.op == Op::stage_load ? stage_load(in) : in.op == Op::stage_copy ? stage_copy(in) : stage_store(in);
     case ir::Family::control: return run_loop(in);
     case ir::Family::cluster: fail(in, "a cluster reduction runs only in a cluster's lockstep (run())");
+    case ir::Family::shape: return shape(in);
+    case ir::Family::axis_reduction: return reduce_along(in);
+    case ir::Family::dot: return dot(in);
   }
 }
 

@@ -1,6 +1,7 @@
 // The interpreter's state for one program: its SSA values, its stages, and how each instruction is
 // run over them (program.cpp: dispatch, control, geometry; memory.cpp: loads, stores and stages;
-// elementwise.cpp: arithmetic, casts, reductions). Internal to backend/interp/.
+// elementwise.cpp: arithmetic, casts, reductions; matrix.cpp: 2D tiles' shapes, axis reductions and dot).
+// Internal to backend/interp/.
 #pragma once
 
 #include <cmath>
@@ -108,6 +109,10 @@ class Program {
   /// Element j of an integer- or mask-operand op.
   std::int64_t int_element(const ir::Instr& in, std::size_t j) const;
   void reduce(const ir::Instr& in);
+  // matrix.cpp: expand, broadcast, trans, reductions along an axis, dot.
+  void shape(const ir::Instr& in);
+  void reduce_along(const ir::Instr& in);
+  void dot(const ir::Instr& in);
   /// Operand k of `in`.
   const Value& arg(const ir::Instr& in, std::size_t k) const { return vals_[in.args.at(k)]; }
   /// Element j of operand k as a float or an integer (a scalar operand broadcasts).

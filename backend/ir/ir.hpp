@@ -26,7 +26,8 @@ bool is_float(DType t);
 bool is_int(DType t);
 
 /// Type of an SSA value: element dtype, whether it is a pointer to that dtype, and a static shape
-/// (rank 0 is a scalar that is uniform across the program; rank 1 is a tile spread over its threads).
+/// (rank 0 is a scalar that is uniform across the program; ranks 1 and 2 are tiles spread over its
+/// threads; a 2D tile is [dims[0] rows, dims[1] columns], row-major when flattened).
 struct ValueType {
   DType dtype = DType::f32;
   bool pointer = false;
@@ -68,6 +69,11 @@ enum class Op : std::uint8_t {
   stage_load,    ///< attr::StageRef: (offset [, mask [, other]]) reads element offset + i (other where masked)
   stage_copy,    ///< attr::StageRef: (offset, ptrs [, mask]) copies *ptrs[i] (0 where masked) to element
                  ///< offset + i, asynchronously (it completes before the stage is next accessed); no result
+  expand,        ///< attr::Axis: (1D x of n) -> 2D [n, 1] (axis 1, Triton's x[:, None]) or [1, n] (axis 0)
+  broadcast,     ///< (2D x with a dimension of 1) repeated along it to the result's shape
+  max_along, min_along, sum_along,  ///< attr::Axis: (2D tile) reduced along the axis to a 1D tile of the other
+  trans,         ///< (2D [m, n]) -> [n, m]
+  dot,           ///< (a [m, k], b [k, n] of f16 or bf16 [, acc f32 [m, n]]) -> acc + a b in f32
 };
 
 /// How a load or store asks the caches to treat its lines (Triton's cache_modifier): `normal` as the

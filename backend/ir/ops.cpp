@@ -61,12 +61,19 @@ constexpr OpInfo kTable[] = {
     {Op::stage_store, "stage_store", 2, 3, false, false, false, A::stage, T::stage_write, F::stage},
     {Op::stage_load, "stage_load", 1, 3, true, false, false, A::stage, T::stage_load, F::stage},
     {Op::stage_copy, "stage_copy", 2, 3, false, false, false, A::stage, T::stage_write, F::stage},
+    {Op::expand, "expand", 1, 1, true, true, false, A::axis, T::expand, F::shape},
+    {Op::broadcast, "broadcast", 1, 1, true, true, false, A::none, T::broadcast, F::shape},
+    {Op::max_along, "max_along", 1, 1, true, true, false, A::axis, T::reduce_along, F::axis_reduction},
+    {Op::min_along, "min_along", 1, 1, true, true, false, A::axis, T::reduce_along, F::axis_reduction},
+    {Op::sum_along, "sum_along", 1, 1, true, true, false, A::axis, T::reduce_along, F::axis_reduction},
+    {Op::trans, "trans", 1, 1, true, true, false, A::none, T::trans, F::shape},
+    {Op::dot, "dot", 2, 3, true, true, false, A::none, T::dot, F::dot},
 };
 
 constexpr bool table_in_op_order() {
   for (std::size_t i = 0; i < std::size(kTable); ++i)
     if (static_cast<std::size_t>(kTable[i].op) != i) return false;
-  return static_cast<std::size_t>(Op::stage_copy) + 1 == std::size(kTable);
+  return static_cast<std::size_t>(Op::dot) + 1 == std::size(kTable);
 }
 static_assert(table_in_op_order(), "the op table lists every op once, in Op order");
 

@@ -36,11 +36,19 @@ enum class Typing : std::uint8_t {
   stage_write,     ///< (offset, tile or pointer tile [, mask]) into a stage
   stage_load,      ///< (offset [, mask, other]) out of a stage
   loop,            ///< (lo, hi, step, init...) with a region
+  expand,          ///< a 1D tile of n -> [n, 1] (axis 1) or [1, n] (axis 0), same element type
+  broadcast,       ///< a 2D tile with a dimension of 1 -> the result shape, same element type
+  reduce_along,    ///< a 2D tile -> the 1D tile of its other axis, same dtype
+  trans,           ///< [m, n] -> [n, m], same element type
+  dot,             ///< (f16/bf16 [m, k], same dtype [k, n] [, f32 [m, n]]) -> f32 [m, n]
 };
 
 /// How the code generator lowers an op: one emitter file per family, as Triton splits lowering into
 /// load/store, reduce, memory and cluster ops.
-enum class Family : std::uint8_t { geometry, elementwise, memory, reduction, cluster, stage, control };
+enum class Family : std::uint8_t { geometry, elementwise, memory, reduction, cluster, stage, control,
+                                   shape,           ///< expand, broadcast, trans: elements move between tiles
+                                   axis_reduction,  ///< reductions of a 2D tile along one axis
+                                   dot };           ///< matrix products on tensor cores
 
 /// Everything the IR's users need to know about one op.
 struct OpInfo {
@@ -72,6 +80,8 @@ inline bool is_pure(Op op) { return op_info(op).pure; }
 inline bool is_reduction(Op op) { return op_info(op).family == Family::reduction; }
 /// True for the reductions across a cluster's programs (every program of the cluster must reach them).
 inline bool is_cluster_reduction(Op op) { return op_info(op).family == Family::cluster; }
+/// True for the reductions of a 2D tile along an axis.
+inline bool is_axis_reduction(Op op) { return op_info(op).family == Family::axis_reduction; }
 /// True for stage_store, stage_load and stage_copy.
 inline bool is_stage_access(Op op) { return op_info(op).family == Family::stage; }
 

@@ -153,6 +153,40 @@ class Verifier {
       case Typing::stage_write:
       case Typing::stage_load: stage_access(in, rule == Typing::stage_write); break;
       case Typing::loop: break;  // verified by loop()
+      case Typing::expand: {
+        const int axis = in.as<attr::Axis>().axis;
+        if (arg(0).rank != 1 || r->rank != 2 || (axis != 0 && axis != 1) || !(arg(0).scalar() == r->scalar()) ||
+            r->dims[1 - axis] != arg(0).dims[0] || r->dims[axis] != 1)
+          fail(in, "expand takes a 1D tile of n to [n, 1] (axis 1) or [1, n] (axis 0)");
+        break;
+      }
+      case Typing::broadcast:
+        if (arg(0).rank != 2 || r->rank != 2 || !(arg(0).scalar() == r->scalar()) ||
+            (arg(0).dims[0] != r->dims[0] && arg(0).dims[0] != 1) || (arg(0).dims[1] != r->dims[1] && arg(0).dims[1] != 1))
+          fail(in, "broadcast repeats a 2D tile along its dimensions of 1");
+        break;
+      case Typing::reduce_along: {
+        const int axis = in.as<attr::Axis>().axis;
+        if (arg(0).rank != 2 || r->rank != 1 || (axis != 0 && axis != 1) || arg(0).dtype != r->dtype || r->pointer ||
+            arg(0).pointer || r->dims[0] != arg(0).dims[1 - axis] || r->dtype == DType::i1)
+          fail(in, "a reduction along an axis takes a 2D tile of numbers to the 1D tile of its other axis");
+        break;
+      }
+      case Typing::trans:
+        if (arg(0).rank != 2 || r->rank != 2 || !(arg(0).scalar() == r->scalar()) || r->dims[0] != arg(0).dims[1] ||
+            r->dims[1] != arg(0).dims[0])
+          fail(in, "trans takes [m, n] to [n, m]");
+        break;
+      case Typing::dot: {
+        const ValueType& a = arg(0);
+        const ValueType& b = arg(1);
+        if (a.rank != 2 || b.rank != 2 || r->rank != 2 || a.dtype != b.dtype || a.pointer || b.pointer ||
+            (a.dtype != DType::f16 && a.dtype != DType::bf16) || r->dtype != DType::f32 || a.dims[1] != b.dims[0] ||
+            r->dims[0] != a.dims[0] || r->dims[1] != b.dims[1])
+          fail(in, "dot takes f16 or bf16 [m, k] and [k, n] to f32 [m, n]");
+        if (in.args.size() == 3 && !(arg(2) == *r)) fail(in, "dot's accumulator must be f32 [m, n]");
+        break;
+      }
     }
   }
 

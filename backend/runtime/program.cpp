@@ -98,11 +98,13 @@ Specialization Program::default_specialization() const {
   return Specialization{std::vector<int>(fn_.params.size(), 16)};
 }
 
-std::string Program::cuda_source(const Specialization& spec) const {
+codegen::Generated Program::generate(const Specialization& spec) const {
   const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility);
-  return codegen::cuda_source(
+  return codegen::generate(
       fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, options_.min_programs_per_sm, options_.cluster_size});
 }
+
+std::string Program::cuda_source(const Specialization& spec) const { return generate(spec).source; }
 
 CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const {
   CompiledInfo info;
@@ -227,18 +229,19 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
       if (!entry) {
         auto e = std::make_unique<Gpu::Entry>();
         e->spec = spec;
-        const std::string source = cuda_source(spec);
+        const codegen::Generated generated = generate(spec);
         const std::string symbol = codegen::kernel_symbol(fn_);
-        e->compiled = cache::KernelCache::global().get(source, symbol, nvrtc::options_for(driver::device().arch()));
+        const std::int64_t shared = generated.shared_bytes;
+        const int limit = driver::device().max_shared_per_block;
+        if (shared > limit)
+          throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': its " + (fn_.stages.empty() ? "tiles" : "stages") + " take " +
+                                      std::to_string(shared) + " bytes of shared memory per thread block, more than the " +
+                                      std::to_string(limit) + " bytes " + driver::device().name + " allows; use " +
+                                      (fn_.stages.empty() ? "smaller blocks (tile sizes)" : "smaller stages"));
+        e->compiled = cache::KernelCache::global().get(generated.source, symbol, nvrtc::options_for(driver::device().arch()));
         e->module = std::make_unique<driver::Module>(e->compiled->cubin, fn_.name);
         e->function = e->module->function(symbol);
-        const std::int64_t shared = ir::stage_bytes(fn_.stages) * spec.programs_per_block;
         if (shared > 0) {
-          const int limit = driver::device().max_shared_per_block;
-          if (shared > limit)
-            throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': its stages take " + std::to_string(shared) +
-                                        " bytes of shared memory per thread block, more than the " + std::to_string(limit) +
-                                        " bytes " + driver::device().name + " allows; use smaller stages");
           driver::reserve_dynamic_shared(e->function, static_cast<int>(shared), options_.shared_carveout, fn_.name.c_str());
           e->shared_bytes = static_cast<unsigned>(shared);
         }

@@ -12,6 +12,10 @@
 #include "backend/ir/ir.hpp"
 #include "backend/runtime/args.hpp"
 
+namespace tilefuse::codegen {
+struct Generated;
+}  // namespace tilefuse::codegen
+
 namespace tilefuse {
 
 /// Options fixed for a kernel when it is declared.
@@ -73,6 +77,8 @@ class Program {
 
   /// The generated CUDA source for a specialization (default: every argument 16-divisible/aligned).
   std::string cuda_source(const Specialization& spec) const;
+  /// The generated kernel of one specialization with the shared memory it needs.
+  codegen::Generated generate(const Specialization& spec) const;
   /// The specialization assumed when no arguments are known: the best alignment for every parameter.
   Specialization default_specialization() const;
   /// Compiles (or fetches from the cache) a specialization for `arch` (e.g. "sm_90") without a GPU.

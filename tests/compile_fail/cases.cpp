@@ -51,6 +51,33 @@ void program(tl::Ptr<tl::f32> x, tl::Ptr<tl::i32> idx, tl::Scalar<tl::i32> n) {
 #ifdef CASE_LOOP_BODY_WRONG_RETURN
   auto bad = tl::for_range(0, n, 1, std::tuple{v}, [&](auto, auto acc) { return std::tuple{tl::cast<tl::f16>(acc)}; });
 #endif
+#ifdef CASE_DOT_INNER_MISMATCH
+  auto bad = tl::dot(tl::zeros<tl::bf16, 16, 32>(), tl::zeros<tl::bf16, 16, 16>());
+#endif
+#ifdef CASE_DOT_F32
+  auto bad = tl::dot(tl::zeros<tl::f32, 16, 16>(), tl::zeros<tl::f32, 16, 16>());
+#endif
+#ifdef CASE_DOT_MIXED
+  auto bad = tl::dot(tl::zeros<tl::f16, 16, 16>(), tl::zeros<tl::bf16, 16, 16>());
+#endif
+#ifdef CASE_DOT_SMALL
+  auto bad = tl::dot(tl::zeros<tl::f16, 8, 16>(), tl::zeros<tl::f16, 16, 16>());
+#endif
+#ifdef CASE_BROADCAST_MISMATCH
+  auto bad = tl::zeros<tl::f32, 16, 32>() + tl::zeros<tl::f32, 16, 16>();
+#endif
+#ifdef CASE_1D_WITH_2D
+  auto bad = tl::zeros<tl::f32, 128, 16>() + v;
+#endif
+#ifdef CASE_2D_NOT_POW2
+  auto bad = tl::zeros<tl::f32, 16, 24>();
+#endif
+#ifdef CASE_REDUCE_2D_NO_AXIS
+  auto bad = tl::max(tl::zeros<tl::f32, 16, 16>());
+#endif
+#ifdef CASE_EXPAND_2D
+  auto bad = tl::zeros<tl::f32, 16, 16>()(tl::all, tl::none);
+#endif
   auto [total] = tl::for_range(0, n, 1, std::tuple{v}, [&](auto, auto acc) { return std::tuple{acc + 1.0f}; });
   tl::store(x + cols, total * 2.0f, cols < n);
   tl::store(idx + cols, cols, cols < n);

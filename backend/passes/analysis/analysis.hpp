@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/ir/ir.hpp"
+#include "backend/passes/analysis/tile_layout.hpp"
 
 namespace tilefuse::passes {
 
@@ -73,6 +74,19 @@ struct AccessPlan {
   bool whole = false;    ///< stage accesses: the tile lies wholly inside or wholly outside (one test)
 };
 
+/// Where a value of a program with 2D tiles lives (tile_homes.cpp).
+enum class Where : std::uint8_t {
+  scalar,     ///< a scalar: one register, the same in every thread
+  lazy,       ///< computed where it is used, in the layout the use needs (indices, masks, broadcasts)
+  registers,  ///< in registers, in `layout`
+  shared,     ///< a load that only feeds dot operands: copied straight to shared memory, never to registers
+};
+/// The home of one value.
+struct TileHome {
+  Where where = Where::scalar;
+  TileLayout2 layout;  ///< for Where::registers
+};
+
 /// Everything code generation needs to know about a function for one specialization.
 struct Analysis {
   int threads = 32;                                 ///< threads per program
@@ -84,6 +98,8 @@ struct Analysis {
   std::vector<bool> only_stored;                    ///< by value: every use stores it (the store may round it)
   std::vector<bool> stage_owned;                    ///< by stage: each thread reads back only what it wrote
   std::unordered_map<const ir::Instr*, AccessPlan> access;  ///< by load, store and stage access
+  bool matrix = false;                              ///< the function has 2D tiles (tile_homes.cpp plans it)
+  std::vector<TileHome> home;                       ///< by value, for matrix functions
 
   /// The layout of a 1D tile of type `t`.
   const TileLayout& layout(const ir::ValueType& t) const { return layouts.at(t.dims[0]); }
@@ -99,6 +115,12 @@ std::vector<bool> values_only_stored(const ir::Function& fn);
 std::vector<bool> stages_owned(const ir::Function& fn, const std::vector<AxisInfo>& axis);
 /// Access plans and comparison runs from the layouts and axis info (access.cpp).
 void plan_accesses(const ir::Function& fn, Analysis& a);
+
+/// Homes of every value of a function with 2D tiles (tile_homes.cpp): dot results in tensor-core
+/// layouts, loads and stores blocked, what derives from them in theirs, index and mask arithmetic lazy.
+void plan_tiles(const ir::Function& fn, Analysis& a);
+/// The layout a lazy or scalar-fed 2D or 1D value of type `t` takes by default (blocked, 16-byte runs).
+TileLayout2 default_layout(const ir::ValueType& t, int warps);
 
 /// Runs every analysis of `fn` for `threads` threads per program and the parameters' divisibility.
 Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& param_divisibility);

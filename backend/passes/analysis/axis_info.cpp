@@ -26,7 +26,7 @@ std::int64_t pow2_divisor(std::int64_t v) {
 // the block and the uniform bound is a multiple of it, so a block lies wholly below or wholly above.
 std::int64_t index_bound_constancy(const AxisInfo& index, const AxisInfo& bound) {
   if (!bound.uniform) return 1;
-  if (index.uniform) return kUnknownLarge;
+  if (index.uniform || index.constancy >= kUnknownLarge) return kUnknownLarge;
   const std::int64_t g = std::min({index.contiguity, index.divisibility, bound.divisibility});
   return g < 1 ? 1 : std::bit_floor(static_cast<std::uint64_t>(g));
 }
@@ -119,12 +119,14 @@ class AxisAnalysis {
       }
       case ir::Op::minimum:
       case ir::Op::maximum: min_max(in, t, r); break;
+      case ir::Op::expand:
+      case ir::Op::broadcast: shape(in, r); break;
       case ir::Op::ptr_add: {
         // Byte address of each run: base alignment and offset divisibility times the element size.
         const std::int64_t elem = ir::dtype_bytes(t.dtype);
         const auto& p = arg(in, 0);
         const auto& o = arg(in, 1);
-        r.contiguity = o.contiguity;
+        r.contiguity = t.rank < 2 || row_constant(p) ? o.contiguity : row_constant(o) ? p.contiguity : 1;
         r.uniform = p.uniform && o.uniform;
         r.divisibility = std::min(p.divisibility, std::min(kUnknownLarge, o.divisibility * elem));
         break;
@@ -132,7 +134,34 @@ class AxisAnalysis {
       default:
         break;  // anything else: no runs, no known alignment
     }
+    // 2D tiles: a value constant along each row (a column broadcast) stays so through arithmetic.
+    if (t.rank == 2 && !ir::is_reduction(in.op) && in.op != ir::Op::load && in.op != ir::Op::expand &&
+        in.op != ir::Op::broadcast && !in.args.empty() && !ir::is_axis_reduction(in.op) && in.op != ir::Op::dot &&
+        in.op != ir::Op::trans) {
+      bool rows_constant = true;
+      for (ir::ValueId x : in.args) rows_constant = rows_constant && row_constant(info_[x]);
+      if (rows_constant) r.constancy = kUnknownLarge;
+    }
     if (r.uniform) r.constancy = kUnknownLarge;
+  }
+
+  // A value equal along each row of a 2D tile (a scalar, or a column [n, 1] broadcast along its rows).
+  static bool row_constant(const AxisInfo& x) { return x.uniform || x.constancy >= kUnknownLarge; }
+
+  // expand and broadcast of 2D tiles, whose runs are along the last dimension (the columns): a row [1, n]
+  // keeps the 1D tile's runs; a column [n, 1] is constant along each row.
+  void shape(const ir::Instr& in, AxisInfo& r) const {
+    const ir::ValueType& t = fn_.values[in.result];
+    const AxisInfo& x = arg(in, 0);
+    r = x;
+    r.uniform = false;
+    r.source = -1;
+    r.always_true = x.always_true;
+    const bool column = in.op == ir::Op::expand ? in.as<ir::attr::Axis>().axis == 1 : fn_.values[in.args[0]].dims[1] == 1;
+    if (column && !(in.op == ir::Op::broadcast && t.dims[1] == 1)) {
+      r.contiguity = 1;
+      r.constancy = kUnknownLarge;
+    }
   }
 
   // Parameters (their specialized divisibility), aranges, constants and splats.
@@ -219,9 +248,9 @@ class AxisAnalysis {
     // Adding a value that is constant along the runs keeps the runs; alignment is the common power of two.
     const auto& a = arg(in, 0);
     const auto& b = arg(in, 1);
-    if (in.op == ir::Op::sub && !b.uniform) r.contiguity = 1;
-    else if (b.uniform) r.contiguity = a.contiguity;
-    else if (a.uniform) r.contiguity = b.contiguity;
+    if (in.op == ir::Op::sub && !row_constant(b)) r.contiguity = 1;
+    else if (row_constant(b)) r.contiguity = a.contiguity;
+    else if (row_constant(a)) r.contiguity = b.contiguity;
     else r.contiguity = 1;
     r.divisibility = std::min(a.divisibility, b.divisibility);
     r.uniform = a.uniform && b.uniform;

@@ -1,0 +1,297 @@
+// The core of the emitter for programs with 2D tiles: the kernel frame, the thread coordinates of each
+// layout, values by layout (lazy values computed where used, others converted when a use needs another
+// layout), elementwise and shape ops, and loops.
+#include "backend/codegen/tile_emitter.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "backend/codegen/emitter.hpp"
+#include "backend/codegen/prelude.hpp"
+#include "backend/codegen/text.hpp"
+#include "backend/ir/ops.hpp"
+
+namespace tilefuse::codegen {
+
+using ir::Op;
+using passes::TileLayout2;
+using passes::Where;
+
+TileEmitter::TileEmitter(const ir::Function& fn, const passes::Analysis& analysis, const Options& options)
+    : fn_(fn), a_(analysis), opt_(options), threads_(32 * options.num_warps), warps_(options.num_warps), memo_(1) {
+  defs_.assign(fn.values.size(), nullptr);
+  ir::walk(fn.body, [&](const ir::Instr& in) {
+    if (in.result >= 0) defs_[in.result] = &in;
+  });
+}
+
+void TileEmitter::check() const {
+  if (opt_.programs_per_block != 1 || opt_.cluster_size != 1)
+    throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': programs with 2D tiles run one program per "
+                                "thread block, without clusters");
+  if (opt_.num_warps < 1 || opt_.num_warps > 32 || (opt_.num_warps & (opt_.num_warps - 1)))
+    throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': num_warps must be a power of two from 1 to 32, got " +
+                                std::to_string(opt_.num_warps));
+  ir::walk(fn_.body, [&](const ir::Instr& in) {
+    if (ir::is_stage_access(in.op) || ir::is_cluster_reduction(in.op))
+      throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': " + ir::op_name(in.op) +
+                                  " is not supported in programs with 2D tiles yet");
+  });
+}
+
+std::string TileEmitter::run() {
+  check();
+  check_registers();
+  for (const ir::Instr& in : fn_.body) instr(in);
+  std::ostringstream out;
+  out << "// tilefuse kernel '" << fn_.name << "': " << opt_.num_warps << " warps (" << threads_
+      << " threads) per program, one program per thread block; 2D tiles in the layouts below.\n";
+  for (std::size_t k = 0; k < layouts_.size(); ++k) out << "// layout L" << k << ": " << layouts_[k].str() << "\n";
+  out << prelude::core << "\n";
+  if (any_of_ops(fn_.body, [](Op op) { return op == Op::rand; })) out << prelude::rand << "\n";
+  out << prelude::mma << "\n";
+  out << signature_text(fn_, a_, opt_);
+  out << "  const int tid = threadIdx.x;\n  const int lane = tid & 31;\n  const int warp = tid >> 5;\n";
+  if (shared_bytes() > 0) {
+    out << "  extern __shared__ __align__(16) unsigned char tf_shared[];\n";
+    out << "  const unsigned tf_sbase = tf_smem(tf_shared);\n";
+    if (scratch_bytes_ > 0) out << "  float* const tf_scratch = reinterpret_cast<float*>(tf_shared + " << shared_top_ << ");\n";
+  }
+  out << coords_.str() << os_.str() << "}\n";
+  return out.str();
+}
+
+// What must stay in registers across a loop (its carried tiles) plus the largest dot result must fit
+// in the 255 registers a thread has, with room for addresses and fragments; otherwise the kernel would
+// spill every iteration. Checked before compiling, with what to shrink.
+void TileEmitter::check_registers() const {
+  constexpr int kBudget = 200;
+  int carried = 0, widest_dot = 0;
+  ir::walk(fn_.body, [&](const ir::Instr& in) {
+    if (in.op == Op::dot) widest_dot = std::max(widest_dot, a_.home[in.result].layout.per_thread());
+    if (in.op != Op::loop) return;
+    int here = 0;
+    for (std::size_t k = 1; k < in.block_args.size(); ++k)
+      if (fn_.values[in.block_args[k]].rank > 0) here += a_.home[in.block_args[k]].layout.per_thread();
+    carried = std::max(carried, here);
+  });
+  if (carried + widest_dot > kBudget)
+    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': its loop carries " + std::to_string(carried) +
+                                " registers of tiles per thread and its largest dot result takes " + std::to_string(widest_dot) +
+                                ", more than the " + std::to_string(kBudget) + " a thread can hold without spilling; use smaller "
+                                "blocks (tile sizes) or more warps (num_warps)");
+}
+
+std::int64_t TileEmitter::allocate(std::int64_t bytes) {
+  const std::int64_t at = shared_top_;
+  shared_top_ += (bytes + 15) / 16 * 16;
+  return at;
+}
+
+int TileEmitter::layout_id(const TileLayout2& l) {
+  for (std::size_t k = 0; k < layouts_.size(); ++k)
+    if (layouts_[k].same(l)) return static_cast<int>(k);
+  const int k = static_cast<int>(layouts_.size());
+  layouts_.push_back(l);
+  // This thread's part of each coordinate: the lane's and the warp's bits.
+  for (int dim = 0; dim < l.rank; ++dim) {
+    std::string expr;
+    auto add = [&](const std::vector<passes::Basis>& bases, const char* who) {
+      for (std::size_t b = 0; b < bases.size(); ++b)
+        if (bases[b][dim] != 0)
+          expr += std::string(expr.empty() ? "" : " + ") + "((" + who + " >> " + std::to_string(b) + ") & 1) * " +
+                  std::to_string(bases[b][dim]);
+    };
+    add(l.lane, "lane");
+    add(l.warp, "warp");
+    coords_ << "  const int tf_L" << k << "_" << dim << " = " << (expr.empty() ? "0" : expr) << ";\n";
+  }
+  return k;
+}
+
+std::string TileEmitter::coord(const TileLayout2& l, int dim, const std::string& e) {
+  std::string expr = "tf_L" + std::to_string(layout_id(l)) + "_" + std::to_string(dim);
+  for (std::size_t b = 0; b < l.reg.size(); ++b)
+    if (l.reg[b][dim] != 0) expr += " + ((" + e + " >> " + std::to_string(b) + ") & 1) * " + std::to_string(l.reg[b][dim]);
+  return expr;
+}
+
+std::string TileEmitter::part_expr(const TileLayout2& l, unsigned dropped, const std::string& e) const {
+  std::string expr;
+  int bit = 0;
+  bool identity = true;
+  for (std::size_t k = 0; k < l.reg.size(); ++k) {
+    const passes::Basis& b = l.reg[k];
+    const bool kept = (!(dropped & 1u) && b[0] != 0) || (!(dropped & 2u) && b[1] != 0);
+    if (!kept) continue;
+    identity = identity && static_cast<int>(k) == bit;
+    expr += std::string(expr.empty() ? "" : " | ") + "(((" + e + " >> " + std::to_string(k) + ") & 1) << " + std::to_string(bit) + ")";
+    ++bit;
+  }
+  if (bit == 0) return "0";
+  if (identity) return bit == static_cast<int>(l.reg.size()) ? e : "(" + e + " & " + std::to_string((1 << bit) - 1) + ")";
+  return "(" + expr + ")";
+}
+
+std::string TileEmitter::v(ir::ValueId id) const {
+  std::string name = "v";  // (appending: GCC 12 warns falsely about "v" + std::to_string)
+  name += std::to_string(id);
+  return name;
+}
+
+std::string TileEmitter::reg_type(ir::ValueId id) const {
+  const ir::ValueType& t = fn_.values[id];
+  const std::string type = text::reg_type(t);
+  return t.pointer && a_.root[id] >= 0 && !a_.written[a_.root[id]] ? "const " + type : type;
+}
+
+TileLayout2 TileEmitter::layout_of(ir::ValueId id) const {
+  const passes::TileHome& h = a_.home[id];
+  return h.where == Where::registers ? h.layout : passes::default_layout(fn_.values[id], warps_);
+}
+
+void TileEmitter::assign(ir::ValueId id, const TileLayout2& l, const std::string& name, const std::string& expr) {
+  os_ << "  " << reg_type(id) << " " << name << "[" << l.per_thread() << "];\n";
+  os_ << "#pragma unroll\n  for (int e = 0; e < " << l.per_thread() << "; ++e) " << name << "[e] = " << expr << ";\n";
+}
+
+std::string TileEmitter::get(ir::ValueId id, const TileLayout2& l) {
+  const ir::ValueType& t = fn_.values[id];
+  if (t.rank == 0) return v(id);
+  const passes::TileHome& h = a_.home[id];
+  if (h.where == Where::shared)
+    throw std::logic_error("tilefuse codegen: kernel '" + fn_.name + "': %" + std::to_string(id) + " lives in shared memory");
+  if (h.where == Where::registers && h.layout.same(l)) return v(id);
+  const std::string key = std::to_string(id) + "@" + std::to_string(layout_id(l));
+  for (auto s = memo_.rbegin(); s != memo_.rend(); ++s)
+    if (auto it = s->find(key); it != s->end()) return it->second;
+  const std::string name = v(id) + "_L" + std::to_string(layout_id(l));
+  if (h.where == Where::registers) {
+    convert(id, v(id), h.layout, l, name);
+  } else {
+    compute(*defs_[id], l, name);
+  }
+  memo_.back()[key] = name;
+  return name;
+}
+
+std::string TileEmitter::at(ir::ValueId id, const TileLayout2& l, const std::string& e) {
+  const std::string name = get(id, l);
+  return fn_.values[id].rank == 0 ? name : name + "[" + e + "]";
+}
+
+// A pure op computed in layout l: elementwise ops from their operands in l; expand and broadcast from
+// their operand in the layout that drops the repeated dimension (no data moves); trans from the
+// transposed layout.
+void TileEmitter::compute(const ir::Instr& in, const TileLayout2& l, const std::string& name) {
+  const ir::ValueType& t = fn_.values[in.result];
+  switch (in.op) {
+    case Op::arange: return assign(in.result, l, name, coord(l, 0));
+    case Op::expand: {
+      const int axis = in.as<ir::attr::Axis>().axis;  // 1: [n, 1], 0: [1, n]
+      const TileLayout2 s = passes::slice_layout(l, axis);
+      return assign(in.result, l, name, get(in.args[0], s) + "[" + part_expr(l, 1u << axis) + "]");
+    }
+    case Op::broadcast: {
+      const auto& from = fn_.values[in.args[0]].dims;
+      const std::array<int, 2> f{static_cast<int>(from[0]), static_cast<int>(from[1])};
+      const TileLayout2 s = passes::squeeze_layout(l, f);
+      const unsigned dropped = (f[0] == 1 && t.dims[0] != 1 ? 1u : 0u) | (f[1] == 1 && t.dims[1] != 1 ? 2u : 0u);
+      return assign(in.result, l, name, get(in.args[0], s) + "[" + part_expr(l, dropped) + "]");
+    }
+    case Op::trans: return assign(in.result, l, name, get(in.args[0], passes::trans_layout(l)) + "[e]");
+    default: break;
+  }
+  std::vector<std::string> a;
+  for (ir::ValueId x : in.args) a.push_back(at(x, l));
+  assign(in.result, l, name, elementwise_expr(fn_, in, a));
+}
+
+std::string TileEmitter::scalar(const ir::Instr& in) {
+  switch (in.op) {
+    case Op::param:
+      return "a_" + text::identifier(fn_.params[in.as<ir::attr::Param>().index].name);
+    case Op::program_id: return std::string("(int)blockIdx.") + "xyz"[in.as<ir::attr::Axis>().axis];
+    case Op::num_programs: return std::string("(int)gridDim.") + "xyz"[in.as<ir::attr::Axis>().axis];
+    default: {
+      std::vector<std::string> a;
+      for (ir::ValueId x : in.args) a.push_back(v(x));
+      return elementwise_expr(fn_, in, a);
+    }
+  }
+}
+
+void TileEmitter::instr(const ir::Instr& in) {
+  os_ << "  // " << ir::print(fn_, in);
+  if (!in.where.empty()) os_ << "   [" << in.where << "]";
+  os_ << "\n";
+  if (in.op == Op::loop) return loop(in);
+  if (in.op == Op::store) return store(in);
+  const ir::ValueType& t = fn_.values[in.result];
+  if (in.op == Op::load) return a_.home[in.result].where == Where::shared ? shared_load(in) : load(in);
+  if (ir::is_reduction(in.op)) return reduce_scalar(in);
+  if (t.rank == 0) {
+    os_ << "  " << reg_type(in.result) << " const " << v(in.result) << " = " << scalar(in) << ";\n";
+    return;
+  }
+  switch (a_.home[in.result].where) {
+    case Where::lazy: os_ << "  // (computed where it is used)\n"; return;
+    case Where::shared: views_[in.result] = View{views_.at(in.args[0]).buffer, !views_.at(in.args[0]).transposed}; return;
+    default: break;
+  }
+  if (ir::is_axis_reduction(in.op)) return reduce_along(in);
+  if (in.op == Op::dot) return dot(in);
+  compute(in, a_.home[in.result].layout, v(in.result));
+}
+
+// for (iv = lo; iv < hi; iv += step), the carried values in mutable arrays in their homes' layouts; the
+// yields go through temporaries so that carried values swap correctly. What the body computes lazily or
+// converts stays inside it.
+void TileEmitter::loop(const ir::Instr& in) {
+  const std::size_t carried = in.block_args.size() - 1;
+  for (std::size_t k = 0; k < carried; ++k) {
+    const ir::ValueId b = in.block_args[k + 1], init = in.args[k + 3];
+    if (fn_.values[b].rank == 0) {
+      os_ << "  " << reg_type(b) << " " << v(b) << " = " << v(init) << ";\n";
+      continue;
+    }
+    const TileLayout2& l = a_.home[b].layout;
+    assign(b, l, v(b), get(init, l) + "[e]");
+  }
+  const std::string iv = v(in.block_args[0]);
+  os_ << "  for (int " << iv << " = " << v(in.args[0]) << "; " << iv << " < " << v(in.args[1]) << "; " << iv << " += " << v(in.args[2])
+      << ") {\n";
+  std::ostringstream body;
+  std::swap(os_, body);
+  memo_.emplace_back();
+  ++loop_depth_;
+  reads_pending_ = true;  // the previous iteration's reads of shared buffers
+  for (const ir::Instr& b : in.body) instr(b);
+  os_ << "  // yield\n";
+  for (std::size_t k = 0; k < carried; ++k) {
+    const ir::ValueId b = in.block_args[k + 1];
+    const std::string tmp = "tf_next_" + v(b);
+    if (fn_.values[b].rank == 0) os_ << "  const " << reg_type(b) << " " << tmp << " = " << v(in.yields[k]) << ";\n";
+    else assign(b, a_.home[b].layout, tmp, get(in.yields[k], a_.home[b].layout) + "[e]");
+  }
+  for (std::size_t k = 0; k < carried; ++k) {
+    const ir::ValueId b = in.block_args[k + 1];
+    const std::string tmp = "tf_next_" + v(b);
+    if (fn_.values[b].rank == 0) os_ << "  " << v(b) << " = " << tmp << ";\n";
+    else os_ << "#pragma unroll\n  for (int e = 0; e < " << a_.home[b].layout.per_thread() << "; ++e) " << v(b) << "[e] = " << tmp << "[e];\n";
+  }
+  --loop_depth_;
+  memo_.pop_back();
+  reads_pending_ = true;
+  std::swap(os_, body);
+  std::istringstream lines(body.str());
+  for (std::string line; std::getline(lines, line);) os_ << (line.rfind("#pragma", 0) == 0 ? "" : "  ") << line << "\n";
+  os_ << "  }\n";
+  for (std::size_t k = 0; k < carried; ++k) {
+    const ir::ValueId b = in.block_args[k + 1], r = in.results[k];
+    if (fn_.values[b].rank == 0) os_ << "  " << reg_type(r) << " " << v(r) << " = " << v(b) << ";\n";
+    else assign(r, a_.home[r].layout, v(r), v(b) + "[e]");
+  }
+}
+
+}  // namespace tilefuse::codegen

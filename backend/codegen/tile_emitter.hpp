@@ -1,0 +1,124 @@
+// The CUDA emitter for programs with 2D tiles. Every tile value lives where the analysis's TileHome says:
+// in registers in a linear layout (passes/analysis/tile_layout.hpp), in shared memory (loads that feed
+// dots), or nowhere until used (lazy index and mask arithmetic, expand, broadcast), in which case it is
+// computed in the layout its use needs. Values move between layouts through shared memory only when the
+// layouts differ. The core is tile_emitter.cpp; loads and stores are in tile_memory.cpp, reductions and
+// layout conversions in tile_reduce.cpp, and dot on tensor cores in tile_dot.cpp.
+#pragma once
+
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/codegen/cuda.hpp"
+#include "backend/passes/analysis/analysis.hpp"
+
+namespace tilefuse::codegen {
+
+class TileEmitter {
+ public:
+  TileEmitter(const ir::Function& fn, const passes::Analysis& analysis, const Options& options);
+  /// The kernel's whole source; shared_bytes() is valid after it.
+  std::string run();
+  /// Bytes of dynamic shared memory one program needs.
+  std::int64_t shared_bytes() const { return shared_top_ + scratch_bytes_; }
+
+ private:
+  // ---- core (tile_emitter.cpp) ----
+  void instr(const ir::Instr& in);
+  void check() const;
+  void check_registers() const;
+  /// Number of a layout among those the kernel uses (declaring its thread's coordinates on first use).
+  int layout_id(const passes::TileLayout2& l);
+  /// Coordinate `dim` of element `e` (a C expression in e) of layout l for this thread.
+  std::string coord(const passes::TileLayout2& l, int dim, const std::string& e = "e");
+  /// `e`'s element in the layout that drops dimensions `dropped` of l (a C expression in e).
+  std::string part_expr(const passes::TileLayout2& l, unsigned dropped, const std::string& e = "e") const;
+  /// The name of value `id` in layout `l` (materializing lazy values, converting others); scalars by name.
+  std::string get(ir::ValueId id, const passes::TileLayout2& l);
+  /// Element e of value id in layout l, as an operand expression.
+  std::string at(ir::ValueId id, const passes::TileLayout2& l, const std::string& e = "e");
+  /// Computes the pure value `in` in layout l into a new array `name`.
+  void compute(const ir::Instr& in, const passes::TileLayout2& l, const std::string& name);
+  /// Declares `name` as an array of l's elements of value id's register type, and assigns each `expr`.
+  void assign(ir::ValueId id, const passes::TileLayout2& l, const std::string& name, const std::string& expr);
+  /// The layout value `id` is kept in (its home, or the default for lazy values).
+  passes::TileLayout2 layout_of(ir::ValueId id) const;
+  std::string scalar(const ir::Instr& in);
+  void loop(const ir::Instr& in);
+  std::string v(ir::ValueId id) const;
+  std::string reg_type(ir::ValueId id) const;
+  /// A fresh name for a temporary.
+  std::string fresh(const std::string& stem) {
+    std::string name = stem;  // (appending: GCC 12 warns falsely about stem + std::to_string)
+    name += std::to_string(next_name_++);
+    return name;
+  }
+  /// Bytes of shared memory at a new 16-byte-aligned offset, for the kernel's lifetime.
+  std::int64_t allocate(std::int64_t bytes);
+  /// The scratch area (reused by every conversion and reduction) grown to at least `bytes`.
+  void need_scratch(std::int64_t bytes) { scratch_bytes_ = std::max(scratch_bytes_, (bytes + 15) / 16 * 16); }
+  void barrier() { os_ << "  __syncthreads();\n"; }
+
+  // ---- tile_memory.cpp ----
+  void load(const ir::Instr& in);
+  void store(const ir::Instr& in);
+  /// Elements per access of a load or store of `ptr` (masked by `mask`, -1: none) in layout l.
+  int vector_width(const passes::TileLayout2& l, ir::ValueId ptr, ir::ValueId mask, ir::DType dt) const;
+  void shared_load(const ir::Instr& in);
+  /// Waits for the copies into shared buffer `buffer` (and the barrier that publishes them), if pending.
+  void wait_for(int buffer);
+
+  // ---- tile_reduce.cpp ----
+  void reduce_along(const ir::Instr& in);
+  void reduce_scalar(const ir::Instr& in);
+  /// Combines `r` (the elements of layout `s`, or one for a scalar when s is null: partial results) across the lanes and warps whose bases
+  /// in `full` have a component in the dimensions `dims` (bit d: dimension d).
+  void combine(const ir::Instr& in, const passes::TileLayout2& full, unsigned dims, const passes::TileLayout2* s,
+               const std::string& r, const std::string& type);
+  /// value id (held as `from` in layout a) copied through shared memory into layout b as `to`.
+  void convert(ir::ValueId id, const std::string& from, const passes::TileLayout2& a, const passes::TileLayout2& b,
+               const std::string& to);
+
+  // ---- tile_dot.cpp ----
+  void dot(const ir::Instr& in);
+
+  /// A tile in shared memory as a dot operand: `rows` x `cols` 16-bit elements, row-major with 16-byte
+  /// chunks swizzled so that ldmatrix reads are free of bank conflicts.
+  struct Buffer {
+    std::int64_t offset = 0;
+    int rows = 0, cols = 0;
+    int group = -1;  ///< its last commit group of copies (-1: none pending)
+  };
+  /// The buffer a value lives in, and whether the value is its transpose.
+  struct View {
+    int buffer = -1;
+    bool transposed = false;
+  };
+  /// The byte offset expression of (row, col) in a buffer (col a multiple of 8).
+  std::string swizzled(const Buffer& b, const std::string& row, const std::string& chunk) const;
+  /// The shared-memory view of a dot operand, writing register operands into a buffer first.
+  View operand_view(ir::ValueId id);
+
+  const ir::Function& fn_;
+  const passes::Analysis& a_;
+  const Options& opt_;
+  int threads_;
+  int warps_;
+  std::ostringstream os_;                       // the body
+  std::ostringstream coords_;                   // per-layout thread coordinates, declared at the top
+  std::vector<const ir::Instr*> defs_;          // by value: its defining instruction (null for block args)
+  std::vector<passes::TileLayout2> layouts_;
+  std::vector<std::map<std::string, std::string>> memo_;  // scope stack: "value@layout" -> name
+  std::map<ir::ValueId, View> views_;           // values in shared memory
+  std::vector<Buffer> buffers_;
+  int groups_committed_ = 0;                    // cp.async commit groups issued so far (in emission order)
+  bool reads_pending_ = false;                  // shared buffers read since the last barrier
+  std::int64_t shared_top_ = 0;
+  std::int64_t scratch_bytes_ = 0;
+  int next_name_ = 0;
+  int loop_depth_ = 0;
+};
+
+}  // namespace tilefuse::codegen

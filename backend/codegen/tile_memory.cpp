@@ -1,0 +1,156 @@
+// Global loads and stores of programs with 2D tiles, in runs of up to 16 bytes where the layout keeps a
+// run in one thread's registers and the axis analysis proves the run contiguous, aligned and evenly
+// masked; and loads that only feed dots, copied straight into swizzled shared-memory buffers with
+// 16-byte asynchronous copies (cp.async, zero-filled where masked), one commit group per load.
+#include <algorithm>
+#include <cmath>
+
+#include "backend/codegen/text.hpp"
+#include "backend/codegen/tile_emitter.hpp"
+#include "backend/ir/ops.hpp"
+
+namespace tilefuse::codegen {
+
+using passes::TileLayout2;
+
+namespace {
+int hint_of(const ir::Instr& in, ir::DType dt) { return dt == ir::DType::i1 ? 0 : static_cast<int>(in.as<ir::attr::Memory>().cache); }
+}  // namespace
+
+int TileEmitter::vector_width(const TileLayout2& l, ir::ValueId ptr, ir::ValueId mask, ir::DType dt) const {
+  const int last = l.rank - 1;
+  int run = 1;
+  for (const passes::Basis& b : l.reg) {
+    if (b[last] != run || b[1 - last] != 0) break;
+    run *= 2;
+  }
+  const int bytes = ir::dtype_bytes(dt);
+  int W = std::min(run, 16 / bytes);
+  const passes::AxisInfo& p = a_.axis[ptr];
+  while (W > 1 && (p.contiguity < W || p.divisibility < W * bytes)) W /= 2;
+  if (mask >= 0 && !a_.axis[mask].always_true)
+    while (W > 1 && a_.axis[mask].constancy < W) W /= 2;
+  return W;
+}
+
+void TileEmitter::load(const ir::Instr& in) {
+  const ir::ValueType& t = fn_.values[in.result];
+  const TileLayout2& l = a_.home[in.result].layout;
+  const bool masked = in.args.size() > 1 && !a_.axis[in.args[1]].always_true;
+  const int W = vector_width(l, in.args[0], masked ? in.args[1] : -1, t.dtype);
+  const std::string S = text::storage_type(t.dtype), p = get(in.args[0], l);
+  const std::string cond = masked ? at(in.args[1], l, "e0") : "";
+  const std::string other = masked ? at(in.args[2], l, "e0 + k") : text::literal(t.dtype, 0);
+  const std::string r = v(in.result);
+  const int hint = hint_of(in, t.dtype);
+  os_ << "  " << reg_type(in.result) << " " << r << "[" << l.per_thread() << "];\n";
+  os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
+  os_ << "    " << S << " tf_w[" << W << "];\n";
+  const std::string read = W == 1 ? (hint ? "tf_w[0] = tf_ld<" + std::to_string(hint) + ", " + S + ">(" + p + "[e0])" : "tf_w[0] = *" + p + "[e0]")
+                                  : "tf_load_vec<" + S + ", " + std::to_string(W) + (hint ? ", " + std::to_string(hint) : "") + ">(" + p +
+                                        "[e0], tf_w)";
+  os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << read << ";\n";
+  const std::string value = text::from_storage(t.dtype, "tf_w[k]");
+  os_ << "#pragma unroll\n    for (int k = 0; k < " << W << "; ++k) " << r << "[e0 + k] = "
+      << (cond.empty() ? value : cond + " ? " + value + " : " + other) << ";\n  }\n";
+}
+
+void TileEmitter::store(const ir::Instr& in) {
+  const ir::ValueId value = in.args[1];
+  const ir::ValueType& t = fn_.values[value];
+  if (t.rank == 0) {  // a scalar through a scalar pointer
+    const std::string S = text::storage_type(t.dtype);
+    os_ << "  " << (in.args.size() > 2 ? "if (" + v(in.args[2]) + ") " : "") << "*" << v(in.args[0]) << " = "
+        << text::to_storage(t.dtype, v(value)) << ";\n";
+    return;
+  }
+  const TileLayout2 l = layout_of(value);
+  const bool masked = in.args.size() > 2 && !a_.axis[in.args[2]].always_true;
+  const int W = vector_width(l, in.args[0], masked ? in.args[2] : -1, t.dtype);
+  const std::string S = text::storage_type(t.dtype), p = get(in.args[0], l), x = get(value, l);
+  const std::string cond = masked ? at(in.args[2], l, "e0") : "";
+  const int hint = hint_of(in, t.dtype);
+  os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
+  os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << "{\n";
+  os_ << "      " << S << " tf_w[" << W << "];\n";
+  os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) tf_w[k] = " << text::to_storage(t.dtype, x + "[e0 + k]") << ";\n";
+  if (W == 1)
+    os_ << "      " << (hint ? "tf_st<" + std::to_string(hint) + ", " + S + ">(" + p + "[e0], tf_w[0])" : "*" + p + "[e0] = tf_w[0]") << ";\n";
+  else
+    os_ << "      tf_store_vec<" << S << ", " << W << (hint ? ", " + std::to_string(hint) : "") << ">(" << p << "[e0], tf_w);\n";
+  os_ << "    }\n  }\n";
+}
+
+std::string TileEmitter::swizzled(const Buffer& b, const std::string& row, const std::string& chunk) const {
+  const int cpr = b.cols / 8;  // 16-byte chunks per row
+  std::string phase = "0";
+  if (cpr >= 8) phase = "((" + row + ") & 7)";
+  else if (cpr == 4) phase = "(((" + row + ") >> 1) & 3)";
+  else if (cpr == 2) phase = "(((" + row + ") >> 2) & 1)";
+  return std::to_string(b.offset) + " + (" + row + ") * " + std::to_string(b.cols * 2) + " + (((" + chunk + ") ^ " + phase + ") << 4)";
+}
+
+// A load whose only uses are dot operands: each thread copies its 16-byte runs into the buffer with
+// cp.async (zeros where masked), or, when runs are not provably whole, element by element.
+void TileEmitter::shared_load(const ir::Instr& in) {
+  const ir::ValueType& t = fn_.values[in.result];
+  const TileLayout2 l = passes::default_layout(t, warps_);
+  Buffer b;
+  b.rows = static_cast<int>(t.dims[0]);
+  b.cols = static_cast<int>(t.dims[1]);
+  b.offset = allocate(std::int64_t{b.rows} * b.cols * 2);
+  const int id = static_cast<int>(buffers_.size());
+  views_[in.result] = View{id, false};
+  const bool masked = in.args.size() > 1 && !a_.axis[in.args[1]].always_true;
+  const int W = vector_width(l, in.args[0], masked ? in.args[1] : -1, t.dtype);
+  // A copy zero-fills masked runs, so it serves a load whose `other` is +0.
+  bool zero_other = !masked;
+  if (masked) {
+    const ir::Instr* d = defs_[in.args[2]];
+    if (d->op == ir::Op::splat) d = defs_[d->args[0]];
+    zero_other = d->op == ir::Op::constant && d->as<ir::attr::Constant>().value == 0.0 && !std::signbit(d->as<ir::attr::Constant>().value);
+  }
+  if (reads_pending_) {
+    barrier();
+    reads_pending_ = false;
+  }
+  os_ << "  // -> shared buffer " << id << " (" << b.rows << "x" << b.cols << ", 16-byte chunks swizzled)\n";
+  const std::string p = get(in.args[0], l);
+  if (W == 8 && zero_other) {
+    const std::string cond = masked ? at(in.args[1], l, "e0") : "true";
+    os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += 8)\n";
+    os_ << "    tf_cp16(tf_sbase + " << swizzled(b, coord(l, 0, "e0"), "(" + coord(l, 1, "e0") + ") >> 3") << ", " << p << "[e0], "
+        << cond << ");\n";
+    os_ << "  tf_cp_commit();\n";
+    b.group = groups_committed_++;
+  } else {
+    const std::string S = text::storage_type(t.dtype);
+    const std::string cond = masked ? at(in.args[1], l, "e") : "";
+    const std::string other = masked ? at(in.args[2], l, "e") : text::literal(t.dtype, 0);
+    const std::string value = text::from_storage(t.dtype, "*" + p + "[e]");
+    os_ << "#pragma unroll\n  for (int e = 0; e < " << l.per_thread() << "; ++e)\n";
+    os_ << "    *reinterpret_cast<" << S << "*>(tf_shared + " << swizzled(b, coord(l, 0), "(" + coord(l, 1) + ") >> 3") << " + (("
+        << coord(l, 1) << ") & 7) * 2) = " << text::to_storage(t.dtype, cond.empty() ? value : cond + " ? " + value + " : " + other)
+        << ";\n";
+    b.group = -2;
+  }
+  buffers_.push_back(b);
+}
+
+void TileEmitter::wait_for(int buffer) {
+  Buffer& b = buffers_[buffer];
+  if (b.group == -1) return;
+  if (b.group >= 0) {
+    const int later = groups_committed_ - 1 - b.group;
+    os_ << "  tf_cp_wait<" << later << ">();  // buffer " << buffer << "'s copies have landed\n";
+    for (Buffer& o : buffers_)
+      if (o.group >= 0 && o.group <= b.group) o.group = -1;
+  }
+  b.group = -1;
+  barrier();
+  for (Buffer& o : buffers_)
+    if (o.group == -2) o.group = -1;  // written by plain stores: published by this barrier
+  reads_pending_ = false;
+}
+
+}  // namespace tilefuse::codegen

@@ -1,0 +1,95 @@
+// The interpreter's 2D operations: expand, broadcast and trans move elements between row-major tiles;
+// reductions along an axis combine as the 1D reductions do (sums in f32 by a pairwise tree); dot rounds
+// nothing but its f32 sums, as the tensor cores do: f16/bf16 products are exact in f32, and they are
+// accumulated in f32 onto the accumulator in k order.
+#include "backend/interp/program.hpp"
+
+namespace tilefuse::interp::detail {
+
+namespace {
+
+// Row and column counts of a 2D (or, for 1D, [1, n]) value type.
+std::int64_t rows_of(const ir::ValueType& t) { return t.rank == 2 ? t.dims[0] : 1; }
+std::int64_t cols_of(const ir::ValueType& t) { return t.rank == 2 ? t.dims[1] : t.dims[0]; }
+
+// Sum of `v` in f32 by a pairwise tree (as reduce() sums 1D tiles).
+float tree_sum(std::vector<float> level) {
+  while (level.size() > 1) {
+    std::vector<float> next((level.size() + 1) / 2);
+    for (std::size_t j = 0; j < next.size(); ++j) next[j] = 2 * j + 1 < level.size() ? level[2 * j] + level[2 * j + 1] : level[2 * j];
+    level.swap(next);
+  }
+  return level.empty() ? 0.0f : level[0];
+}
+
+}  // namespace
+
+void Program::shape(const ir::Instr& in) {
+  const ir::ValueType& t = type(in.result);
+  const ir::ValueType& x = type(in.args[0]);
+  const Value src = arg(in, 0);  // (a copy: the result may reuse nothing of it, but stays simple)
+  Value& r = make(in);
+  r.base = src.base;
+  const std::int64_t R = rows_of(t), C = cols_of(t);
+  for (std::int64_t i = 0; i < R; ++i)
+    for (std::int64_t j = 0; j < C; ++j) {
+      std::int64_t from = 0;
+      if (in.op == Op::trans) from = j * cols_of(x) + i;
+      else if (in.op == Op::expand) from = i * C + j;  // [n, 1] and [1, n] hold x in order
+      else from = (rows_of(x) == 1 ? 0 : i) * cols_of(x) + (cols_of(x) == 1 ? 0 : j);  // broadcast
+      const std::size_t to = static_cast<std::size_t>(i * C + j);
+      if (!r.f.empty()) r.f[to] = src.f[static_cast<std::size_t>(from)];
+      else r.i[to] = src.i[static_cast<std::size_t>(from)];
+    }
+}
+
+void Program::reduce_along(const ir::Instr& in) {
+  const ir::ValueType& t = type(in.result);
+  const ir::ValueType& x = type(in.args[0]);
+  const int axis = in.as<ir::attr::Axis>().axis;
+  const std::int64_t R = x.dims[0], C = x.dims[1];
+  const std::int64_t outer = axis == 1 ? R : C, inner = axis == 1 ? C : R;
+  Value& r = make(in);
+  for (std::int64_t o = 0; o < outer; ++o) {
+    auto at = [&](std::int64_t k) { return static_cast<std::size_t>(axis == 1 ? o * C + k : k * C + o); };
+    if (ir::is_float(t.dtype)) {
+      std::vector<float> xs(static_cast<std::size_t>(inner));
+      for (std::int64_t k = 0; k < inner; ++k) xs[static_cast<std::size_t>(k)] = static_cast<float>(fx(in, 0, at(k)));
+      float acc;
+      if (in.op == Op::sum_along) {
+        acc = tree_sum(std::move(xs));
+      } else {
+        acc = in.op == Op::max_along ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+        for (float v : xs) acc = in.op == Op::max_along ? std::fmax(acc, v) : std::fmin(acc, v);
+      }
+      r.f[static_cast<std::size_t>(o)] = round_to(t.dtype, acc);
+    } else {
+      std::int64_t acc = in.op == Op::sum_along ? 0
+                         : in.op == Op::max_along ? std::numeric_limits<std::int64_t>::min()
+                                                  : std::numeric_limits<std::int64_t>::max();
+      for (std::int64_t k = 0; k < inner; ++k) {
+        const std::int64_t v = ix(in, 0, at(k));
+        acc = in.op == Op::sum_along ? wrap(t.dtype, acc + v) : in.op == Op::max_along ? std::max(acc, v) : std::min(acc, v);
+      }
+      r.i[static_cast<std::size_t>(o)] = acc;
+    }
+  }
+}
+
+void Program::dot(const ir::Instr& in) {
+  const ir::ValueType& a = type(in.args[0]);
+  const ir::ValueType& b = type(in.args[1]);
+  const std::int64_t M = a.dims[0], K = a.dims[1], N = b.dims[1];
+  const bool has_acc = in.args.size() == 3;
+  Value& r = make(in);
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) {
+      float acc = has_acc ? static_cast<float>(fx(in, 2, static_cast<std::size_t>(i * N + j))) : 0.0f;
+      for (std::int64_t k = 0; k < K; ++k)
+        acc += static_cast<float>(fx(in, 0, static_cast<std::size_t>(i * K + k))) *
+               static_cast<float>(fx(in, 1, static_cast<std::size_t>(k * N + j)));
+      r.f[static_cast<std::size_t>(i * N + j)] = acc;
+    }
+}
+
+}  // namespace tilefuse::interp::detail

@@ -1,0 +1,193 @@
+// Homes of the values of a program with 2D tiles: where each lives and in which layout. A dot's result
+// takes the tensor-core accumulator layout; a load that only feeds dot operands goes straight to shared
+// memory; other loads take the blocked layout of 16-byte runs; arithmetic takes its operands' layout
+// (the tensor-core one first); reductions along an axis take the slice of their operand's layout; loop
+// values take what their iterations give (to a fixpoint). Pure arithmetic on indices, constants and
+// broadcasts is lazy: it is computed where it is used, in the layout the use needs, so masks and
+// addresses never move between threads.
+#include <algorithm>
+#include <stdexcept>
+
+#include "backend/ir/ops.hpp"
+#include "backend/passes/analysis/analysis.hpp"
+
+namespace tilefuse::passes {
+
+namespace {
+
+class TilePlanner {
+ public:
+  TilePlanner(const ir::Function& fn, Analysis& a) : fn_(fn), a_(a), warps_(a.threads / 32), uses_(fn.values.size()) {}
+
+  void run() {
+    a_.home.assign(fn_.values.size(), TileHome{});
+    count_uses(fn_.body);
+    ir::walk(fn_.body, [&](const ir::Instr& in) { split_rows_ = split_rows_ || ir::is_axis_reduction(in.op); });
+    block(fn_.body);
+    // Loop values no iteration decided (carried constants): blocked.
+    for (std::size_t v = 0; v < fn_.values.size(); ++v)
+      if (a_.home[v].where == Where::registers && a_.home[v].layout.reg.empty() && a_.home[v].layout.lane.empty())
+        a_.home[v].layout = default_layout(fn_.values[v], warps_);
+  }
+
+ private:
+  struct Use {
+    const ir::Instr* in;
+    int operand;  // -1: a loop yield
+  };
+
+  void count_uses(const std::vector<ir::Instr>& b) {
+    for (const ir::Instr& in : b) {
+      for (std::size_t k = 0; k < in.args.size(); ++k) uses_[in.args[k]].push_back({&in, static_cast<int>(k)});
+      for (ir::ValueId y : in.yields) uses_[y].push_back({&in, -1});
+      count_uses(in.body);
+    }
+  }
+
+  // Every use of `v` is a dot operand (a or b), directly or through trans.
+  bool only_dot_operand(ir::ValueId v) const {
+    if (uses_[v].empty()) return false;
+    for (const Use& u : uses_[v]) {
+      if (u.operand < 0) return false;
+      if (u.in->op == ir::Op::dot && u.operand < 2) continue;
+      if (u.in->op == ir::Op::trans && only_dot_operand(u.in->result)) continue;
+      return false;
+    }
+    return true;
+  }
+
+  TileHome& home(ir::ValueId v) { return a_.home[v]; }
+  bool in_registers(ir::ValueId v) const { return a_.home[v].where == Where::registers && known_[v]; }
+
+  void block(const std::vector<ir::Instr>& b) {
+    for (const ir::Instr& in : b) instr(in);
+  }
+
+  void set(ir::ValueId v, TileLayout2 l) {
+    home(v) = TileHome{Where::registers, std::move(l)};
+    known_[v] = true;
+  }
+
+  void instr(const ir::Instr& in) {
+    if (known_.empty()) known_.assign(fn_.values.size(), false);
+    if (in.op == ir::Op::loop) return loop(in);
+    if (in.result < 0) return;
+    const ir::ValueType& t = fn_.values[in.result];
+    if (t.rank == 0) {
+      home(in.result) = TileHome{};
+      return;
+    }
+    switch (ir::op_info(in.op).family) {
+      case ir::Family::dot: {
+        const int m = static_cast<int>(t.dims[0]), n = static_cast<int>(t.dims[1]);
+        const auto [wm, wn] = mma_warps(m, n);
+        return set(in.result, mma_layout(m, n, wm, wn, warps_));
+      }
+      case ir::Family::memory:
+        if (t.rank == 2 && only_dot_operand(in.result)) {
+          home(in.result) = TileHome{Where::shared, {}};
+          return;
+        }
+        return set(in.result, default_layout(t, warps_));
+      case ir::Family::axis_reduction: {
+        const ir::ValueId x = in.args[0];
+        const TileLayout2 from = in_registers(x) ? home(x).layout : default_layout(fn_.values[x], warps_);
+        return set(in.result, slice_layout(from, in.as<ir::attr::Axis>().axis));
+      }
+      case ir::Family::shape:
+        if (in.op == ir::Op::trans && home(in.args[0]).where == Where::shared) {
+          home(in.result) = TileHome{Where::shared, {}};
+          return;
+        }
+        if (in.op == ir::Op::trans && in_registers(in.args[0])) return set(in.result, trans_layout(home(in.args[0]).layout));
+        home(in.result) = TileHome{Where::lazy, {}};
+        return;
+      default:
+        break;
+    }
+    // Arithmetic: the layout of an operand in registers (a tensor-core one first); lazy when none is.
+    const TileLayout2* best = nullptr;
+    for (ir::ValueId x : in.args) {
+      if (!in_registers(x) || fn_.values[x].rank != t.rank) continue;
+      if (!best || (home(x).layout.mma && !best->mma)) best = &home(x).layout;
+    }
+    if (best) return set(in.result, TileLayout2(*best));
+    bool any_pending = false;
+    for (ir::ValueId x : in.args) any_pending = any_pending || (home(x).where == Where::registers && !known_[x]);
+    if (any_pending || in.op == ir::Op::rand) return set(in.result, default_layout(t, warps_));
+    home(in.result) = TileHome{Where::lazy, {}};
+  }
+
+  // Carried values take the layout of what the body yields for them (else of their initial value), to a
+  // fixpoint: the body is planned again while a carried value's layout changes.
+  void loop(const ir::Instr& in) {
+    const std::size_t carried = in.block_args.size() - 1;
+    for (std::size_t k = 0; k < carried; ++k) {
+      const ir::ValueId b = in.block_args[k + 1], init = in.args[k + 3];
+      if (fn_.values[b].rank == 0) continue;
+      home(b) = TileHome{Where::registers, {}};
+      known_[b] = false;
+      if (in_registers(init)) set(b, home(init).layout);
+    }
+    for (int round = 0; round < 4; ++round) {
+      block(in.body);
+      bool changed = false;
+      for (std::size_t k = 0; k < carried; ++k) {
+        const ir::ValueId b = in.block_args[k + 1], y = in.yields[k];
+        if (fn_.values[b].rank == 0 || !in_registers(y)) continue;
+        if (!known_[b] || !home(b).layout.same(home(y).layout)) {
+          set(b, home(y).layout);
+          changed = true;
+        }
+      }
+      if (!changed) break;
+    }
+    for (std::size_t k = 0; k < carried; ++k) {
+      const ir::ValueId b = in.block_args[k + 1], r = in.results[k];
+      if (fn_.values[b].rank == 0) continue;
+      if (!known_[b]) set(b, default_layout(fn_.values[b], warps_));
+      set(r, home(b).layout);
+    }
+  }
+
+  // The warp grid of a dot's [m, n] result: when rows are reduced (attention's softmax), every warp holds
+  // whole rows, so row reductions stay within a warp; otherwise the squarest grid, which reads the least
+  // shared memory per product.
+  std::pair<int, int> mma_warps(int m, int n) const {
+    const int most_m = std::max(1, std::min(warps_, m / 16));
+    if (split_rows_ && warps_ % most_m == 0 && n % (8 * (warps_ / most_m)) == 0) return {most_m, warps_ / most_m};
+    std::pair<int, int> best{0, 0};
+    double best_score = 1e30;
+    for (int wm = 1; wm <= warps_; wm *= 2) {
+      const int wn = warps_ / wm;
+      if (m % (16 * wm) != 0 || n % (8 * wn) != 0) continue;
+      const double rows = m / wm, cols = n / wn;
+      const double score = std::max(rows / cols, cols / rows);
+      if (score < best_score) best_score = score, best = {wm, wn};
+    }
+    if (best.first == 0)
+      throw std::invalid_argument("tilefuse: a dot's " + std::to_string(m) + "x" + std::to_string(n) + " result does not spread over " +
+                                  std::to_string(warps_) + " warps (each needs at least 16 rows and 8 columns); use fewer warps "
+                                  "or a larger tile");
+    return best;
+  }
+
+  const ir::Function& fn_;
+  Analysis& a_;
+  int warps_;
+  std::vector<std::vector<Use>> uses_;
+  std::vector<bool> known_;
+  bool split_rows_ = false;
+};
+
+}  // namespace
+
+TileLayout2 default_layout(const ir::ValueType& t, int warps) {
+  const int bytes = t.dtype == ir::DType::i1 ? 4 : ir::dtype_bytes(t.dtype);
+  const int vector = std::max(1, 16 / bytes);
+  return blocked_layout(t.rank, {static_cast<int>(t.dims[0]), static_cast<int>(t.dims[1])}, vector, warps);
+}
+
+void plan_tiles(const ir::Function& fn, Analysis& a) { TilePlanner(fn, a).run(); }
+
+}  // namespace tilefuse::passes

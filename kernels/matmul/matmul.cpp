@@ -1,0 +1,62 @@
+// The matmul launcher: argument checks and the launch of the tile program for f16 and bf16, with and
+// without GELU. Blocks of 128 x 128 of C over K steps of 32, 8 warps (each a 64 x 32 block of C).
+#include "kernels/matmul/matmul.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+namespace tilefuse::kernels {
+
+namespace {
+
+template <auto Fn>
+Program& matmul_kernel(const char* name, int warps) {
+  static std::mutex mutex;
+  static std::unique_ptr<Kernel<Fn>> kernel;
+  const std::lock_guard lock(mutex);
+  if (!kernel) kernel = std::make_unique<Kernel<Fn>>(name, KernelOptions{warps, {"a", "b", "bias", "c", "M", "N", "K"}});
+  return kernel->program();
+}
+
+void check(const char* name, const Arg& x, std::int64_t count, ir::DType dtype) {
+  if (x.dtype != dtype)
+    throw std::invalid_argument(std::string("tilefuse matmul: argument ") + name + ": expected " + ir::dtype_name(dtype) +
+                                " elements like a, got " + ir::dtype_name(x.dtype));
+  if (static_cast<std::int64_t>(x.count) < count)
+    throw std::invalid_argument(std::string("tilefuse matmul: argument ") + name + " holds " + std::to_string(x.count) +
+                                " elements, expected at least " + std::to_string(count));
+}
+
+}  // namespace
+
+void detail::matmul(const MatmulArgs& x, const MatrixOptions& opt) {
+  if (x.m < 1 || x.n < 1 || x.k < 1)
+    throw std::invalid_argument("tilefuse matmul: expected m, n, k >= 1, got " + std::to_string(x.m) + ", " + std::to_string(x.n) + ", " +
+                                std::to_string(x.k));
+  if (x.a.dtype != ir::DType::f16 && x.a.dtype != ir::DType::bf16)
+    throw std::invalid_argument(std::string("tilefuse matmul: argument a: expected f16 or bf16 elements, got ") + ir::dtype_name(x.a.dtype));
+  if (x.m > 2147483647 || x.n > 2147483647 || x.k > 2147483647)
+    throw std::invalid_argument("tilefuse matmul: m, n and k must fit in 32 bits");
+  check("a", x.a, x.m * x.k, x.a.dtype);
+  check("b", x.b, x.k * x.n, x.a.dtype);
+  check("bias", x.bias, x.n, x.a.dtype);
+  check("c", x.c, x.m * x.n, x.a.dtype);
+  constexpr int BM = 128, BN = 128, BK = 32;
+  if ((x.n + BN - 1) / BN > 65535) throw std::invalid_argument("tilefuse matmul: n exceeds 65535 blocks of 128 columns");
+  const LaunchConfig config(Grid((x.m + BM - 1) / BM, (x.n + BN - 1) / BN), opt.backend, opt.stream);
+  const std::array args{x.a, x.b, x.bias, x.c, Arg::of_i32(static_cast<std::int32_t>(x.m)), Arg::of_i32(static_cast<std::int32_t>(x.n)),
+                        Arg::of_i32(static_cast<std::int32_t>(x.k))};
+  auto run = [&]<class T>() {
+    if (x.epilogue == MatmulEpilogue::gelu)
+      matmul_kernel<&matmul_program<T, BM, BN, BK, MatmulEpilogue::gelu>>("matmul_gelu", 8).launch(config, args);
+    else
+      matmul_kernel<&matmul_program<T, BM, BN, BK, MatmulEpilogue::none>>("matmul", 8).launch(config, args);
+  };
+  if (x.a.dtype == ir::DType::f16) run.template operator()<tl::f16>();
+  else run.template operator()<tl::bf16>();
+}
+
+}  // namespace tilefuse::kernels

@@ -1,0 +1,92 @@
+// 2D tiles and dot on the GPU: attention (fused and naive) in every mode and matmul at ragged and
+// aligned shapes against float64 on fresh random inputs with outputs poisoned first, and the program
+// with every 2D operation against the interpreter.
+#include <gtest/gtest.h>
+
+#include "backend/runtime/buffer.hpp"
+#include "tests/common/gpu.hpp"
+#include "tests/common/matrix_check.hpp"
+
+using namespace tilefuse;
+
+namespace {
+
+class MatrixGpu : public test::Gpu {};
+
+template <class H>
+void gpu_attention(std::uint64_t seed, const kernels::AttentionShape& s, bool causal, double tol, bool naive = false) {
+  SCOPED_TRACE("seed " + std::to_string(seed) + " seq " + std::to_string(s.seq) + " d " + std::to_string(s.head_dim) +
+               (causal ? " causal" : ""));
+  const std::size_t n = static_cast<std::size_t>(s.batch * s.heads * s.seq * s.head_dim);
+  auto q = test::random_matrix<H>(n, seed), k = test::random_matrix<H>(n, seed + 1), v = test::random_matrix<H>(n, seed + 2);
+  DeviceBuffer<H> dq(q), dk(k), dv(v), d_o(std::vector<H>(n, H(NAN)));
+  DeviceBuffer<float> dl(std::vector<float>(static_cast<std::size_t>(s.batch * s.heads * s.seq), NAN));
+  const float scale = 1.0f / std::sqrt(float(s.head_dim));
+  if (naive) {
+    const std::size_t n2 = static_cast<std::size_t>(s.batch * s.heads * s.seq * s.seq);
+    DeviceBuffer<float> scores(n2);
+    DeviceBuffer<H> probs(n2);
+    kernels::attention_naive(dq, dk, dv, d_o, scores, probs, s, causal, scale);
+  } else {
+    kernels::attention(dq, dk, dv, d_o, dl, s, causal, scale);
+  }
+  std::vector<double> ro, rl;
+  test::attention_reference(q, k, v, s, causal, scale, ro, rl);
+  EXPECT_LT(test::relative_error(d_o.download(), ro), tol);
+  if (!naive) EXPECT_LT(test::relative_error(dl.download(), rl), tol);
+}
+
+TEST_F(MatrixGpu, AttentionEveryModeMatchesFloat64) {
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (std::int64_t seq : {200, 1024}) {
+        gpu_attention<bfloat16>(fresh_seed(), {2, 3, seq, d}, causal, 1e-2);
+        gpu_attention<half>(fresh_seed(), {1, 2, seq, d}, causal, 5e-3);
+      }
+}
+
+TEST_F(MatrixGpu, NaiveAttentionMatchesFloat64) {
+  for (bool causal : {false, true}) {
+    gpu_attention<bfloat16>(fresh_seed(), {1, 2, 300, 64}, causal, 1e-2, true);
+    gpu_attention<half>(fresh_seed(), {1, 1, 512, 128}, causal, 1e-2, true);
+  }
+}
+
+TEST_F(MatrixGpu, MatmulMatchesFloat64) {
+  for (auto [M, N, K] : {std::tuple{70, 50, 40}, std::tuple{512, 512, 512}, std::tuple{300, 260, 1000}, std::tuple{1, 129, 33}})
+    for (auto e : {kernels::MatmulEpilogue::none, kernels::MatmulEpilogue::gelu}) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE("seed " + std::to_string(seed) + " " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
+      auto a = test::random_matrix<bfloat16>(M * K, seed), b = test::random_matrix<bfloat16>(K * N, seed + 1);
+      auto bias = test::random_matrix<bfloat16>(N, seed + 2);
+      DeviceBuffer<bfloat16> da(a), db(b), dbias(bias), dc(std::vector<bfloat16>(M * N, bfloat16(NAN)));
+      kernels::matmul(da, db, dbias, dc, M, N, K, e);
+      EXPECT_LT(test::relative_error(dc.download(), test::matmul_reference(a, b, bias, M, N, K, e)), 1e-2);
+      auto ah = test::random_matrix<half>(M * K, seed + 3), bh = test::random_matrix<half>(K * N, seed + 4);
+      auto biash = test::random_matrix<half>(N, seed + 5);
+      DeviceBuffer<half> ha(ah), hb(bh), hbias(biash), hc(std::vector<half>(M * N, half(NAN)));
+      kernels::matmul(ha, hb, hbias, hc, M, N, K, e);
+      EXPECT_LT(test::relative_error(hc.download(), test::matmul_reference(ah, bh, biash, M, N, K, e)), 5e-3);
+    }
+}
+
+TEST_F(MatrixGpu, TwoDimensionalOpsMatchTheInterpreter) {
+  Kernel<&test::matrix_ops_program> k("matrix_ops", KernelOptions{4});
+  const std::uint64_t seed = fresh_seed();
+  auto a = test::random_matrix<half>(32 * 16, seed), b = test::random_matrix<half>(32 * 16, seed + 1);
+  for (auto [m, n] : {std::pair{27, 13}, std::pair{32, 16}, std::pair{1, 1}}) {
+    std::vector<float> c(32 * 32, -7.0f), rowmax(32, -7.0f), colsum(16, -7.0f), t(16 * 32, -7.0f);
+    k.launch({1, Backend::interpreter}, a, b, c, rowmax, colsum, t, m, n);
+    DeviceBuffer<half> da(a), db(b);
+    DeviceBuffer<float> dc(std::vector<float>(c.size(), -7.0f)), dr(std::vector<float>(32, -7.0f)), ds(std::vector<float>(16, -7.0f)),
+        dt(std::vector<float>(t.size(), -7.0f));
+    k.launch({1}, da, db, dc, dr, ds, dt, m, n);
+    auto gc = dc.download(), gr = dr.download(), gs = ds.download(), gt = dt.download();
+    for (std::size_t i = 0; i < c.size(); ++i) EXPECT_NEAR(gc[i], c[i], 1e-4 * (1 + std::abs(c[i]))) << "c " << i;
+    for (std::size_t i = 0; i < rowmax.size(); ++i) EXPECT_EQ(gr[i], rowmax[i]) << "rowmax " << i;
+    for (std::size_t i = 0; i < colsum.size(); ++i) EXPECT_NEAR(gs[i], colsum[i], 1e-4 * (1 + std::abs(colsum[i]))) << "colsum " << i;
+    for (std::size_t i = 0; i < t.size(); ++i) EXPECT_EQ(gt[i], t[i]) << "t " << i;
+  }
+}
+
+}  // namespace

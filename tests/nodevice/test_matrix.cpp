@@ -1,0 +1,151 @@
+// 2D tiles and dot without a GPU: the interpreter against float64 for the 2D operations, attention in
+// every mode (causal or not, f16 and bf16, head dims 64 and 128, ragged lengths) and matmul at ragged
+// shapes; the traced IR of 2D programs; and the generated CUDA of every matrix kernel compiled by NVRTC
+// for sm_90 without spills.
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "backend/ir/ir.hpp"
+#include "dsl/tl.hpp"
+#include "kernels/attention/programs.hpp"
+#include "tests/common/matrix_check.hpp"
+
+namespace tl = tilefuse::tl;
+using namespace tilefuse;
+
+namespace {
+
+TEST(Matrix, TwoDimensionalOpsInTheInterpreter) {
+  Kernel<&test::matrix_ops_program> k("matrix_ops", KernelOptions{4});
+  const int M = 27, N = 13;
+  auto a = test::random_matrix<half>(32 * 16, 1), b = test::random_matrix<half>(32 * 16, 2);
+  std::vector<float> c(32 * 32, -7.0f), rowmax(32, -7.0f), colsum(16, -7.0f), t(16 * 32, -7.0f);
+  k.launch({1, Backend::interpreter}, a, b, c, rowmax, colsum, t, M, N);
+  auto in = [&](int i, int j) { return i < M && j < N; };
+  for (int i = 0; i < 32; ++i) {
+    for (int j = 0; j < 32; ++j) {
+      double ref = 1.0;
+      for (int kk = 0; kk < 16; ++kk)
+        ref += (in(i, kk) ? double(float(a[i * 16 + kk])) : 0.0) * (in(j, kk) ? double(float(b[j * 16 + kk])) : 0.0);
+      EXPECT_NEAR(c[i * 32 + j], ref, 1e-4 * (1 + std::abs(ref))) << i << "," << j;
+    }
+    if (i < M) {
+      double mx = -INFINITY;
+      for (int j = 0; j < N; ++j) mx = std::max(mx, 2.0 * double(float(a[i * 16 + j])) + i);
+      EXPECT_FLOAT_EQ(rowmax[i], float(mx));
+    } else {
+      EXPECT_EQ(rowmax[i], -7.0f);  // masked: untouched
+    }
+  }
+  for (int j = 0; j < 16; ++j) {
+    double s = 0;
+    for (int i = 0; i < M; ++i) s += j < N ? 2.0 * double(float(a[i * 16 + j])) + i : 0.0;
+    if (j < N) EXPECT_NEAR(colsum[j], s, 1e-4 * (1 + std::abs(s)));
+    for (int i = 0; i < 32; ++i) EXPECT_EQ(t[j * 32 + i], in(i, j) ? float(b[i * 16 + j]) : 0.0f);
+  }
+}
+
+TEST(Matrix, TracesTwoDimensionalIr) {
+  Kernel<&test::matrix_ops_program> k("matrix_ops", KernelOptions{4});
+  const std::string ir = ir::print(k.program().ir());
+  for (const char* op : {"expand 1", "expand 0", "broadcast", "max_along 1", "sum_along 0", "trans", "dot"})
+    EXPECT_NE(ir.find(op), std::string::npos) << op << " missing from\n" << ir;
+  EXPECT_NE(ir.find("f32[32x32]"), std::string::npos);
+}
+
+struct AttentionCase {
+  bool bf16;
+  int head_dim;
+  bool causal;
+  int seq;
+};
+
+class AttentionInterp : public ::testing::TestWithParam<AttentionCase> {};
+
+template <class H>
+void check_attention(const AttentionCase& c, const kernels::MatrixOptions& opt, double tol) {
+  const kernels::AttentionShape s{1, 2, c.seq, c.head_dim};
+  const std::size_t n = static_cast<std::size_t>(s.batch * s.heads * s.seq * s.head_dim);
+  auto q = test::random_matrix<H>(n, 11), k = test::random_matrix<H>(n, 12), v = test::random_matrix<H>(n, 13);
+  std::vector<H> o(n, H(-7.0f));
+  std::vector<float> lse(static_cast<std::size_t>(s.batch * s.heads * s.seq), -7.0f);
+  const float scale = 1.0f / std::sqrt(float(c.head_dim));
+  kernels::attention(q, k, v, o, lse, s, c.causal, scale, opt);
+  std::vector<double> ro, rl;
+  test::attention_reference(q, k, v, s, c.causal, scale, ro, rl);
+  EXPECT_LT(test::relative_error(o, ro), tol);
+  EXPECT_LT(test::relative_error(lse, rl), tol);
+}
+
+TEST_P(AttentionInterp, MatchesFloat64) {
+  const AttentionCase c = GetParam();
+  const kernels::MatrixOptions opt{Backend::interpreter};
+  if (c.bf16) check_attention<bfloat16>(c, opt, 1e-2);
+  else check_attention<half>(c, opt, 2e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, AttentionInterp,
+                         ::testing::Values(AttentionCase{true, 64, false, 77}, AttentionCase{true, 64, true, 77},
+                                           AttentionCase{true, 128, false, 130}, AttentionCase{true, 128, true, 130},
+                                           AttentionCase{false, 64, true, 200}, AttentionCase{false, 128, false, 64}));
+
+TEST(Matrix, MatmulInterpreterAtRaggedShapes) {
+  for (auto [M, N, K] : {std::tuple{70, 50, 40}, std::tuple{128, 136, 32}, std::tuple{1, 3, 17}}) {
+    for (auto e : {kernels::MatmulEpilogue::none, kernels::MatmulEpilogue::gelu}) {
+      auto a = test::random_matrix<bfloat16>(M * K, 21), b = test::random_matrix<bfloat16>(K * N, 22);
+      auto bias = test::random_matrix<bfloat16>(N, 23);
+      std::vector<bfloat16> c(M * N, bfloat16(-7.0f));
+      kernels::matmul(a, b, bias, c, M, N, K, e, {Backend::interpreter});
+      EXPECT_LT(test::relative_error(c, test::matmul_reference(a, b, bias, M, N, K, e)), 1e-2) << M << "x" << N << "x" << K;
+    }
+  }
+}
+
+TEST(Matrix, RejectsBadShapesWithTheArgument) {
+  std::vector<bfloat16> q(64 * 64), o(64 * 64);
+  std::vector<float> lse(64);
+  try {
+    kernels::attention(q, q, q, o, lse, {1, 1, 64, 96}, false, 1.0f, {Backend::interpreter});
+    FAIL() << "head_dim 96 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim: expected 64 or 128, got 96"), std::string::npos) << e.what();
+  }
+  try {
+    kernels::attention(q, q, q, o, lse, {1, 2, 64, 64}, false, 1.0f, {Backend::interpreter});
+    FAIL() << "short buffers accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("argument q holds 4096 elements, expected at least 8192"), std::string::npos) << e.what();
+  }
+  std::vector<bfloat16> a(10), c(10);
+  EXPECT_THROW(kernels::matmul(a, a, a, c, 4, 4, 4, kernels::MatmulEpilogue::none, {Backend::interpreter}), std::invalid_argument);
+}
+
+// The generated CUDA of the matrix kernels compiles for sm_90 and keeps everything in registers.
+template <auto Fn>
+void expect_compiles(const char* name, int warps) {
+  Kernel<Fn> k(name, KernelOptions{warps});
+  const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << name << "\n" << info.ptxas_log;
+  EXPECT_GT(info.registers, 0);
+  EXPECT_NE(info.source.find("mma.sync"), std::string::npos);
+}
+
+TEST(Matrix, KernelsCompileWithoutSpills) {
+  expect_compiles<&kernels::attention_program<tl::bf16, 128, 64, 128, true>>("attention_causal", 8);
+  expect_compiles<&kernels::attention_program<tl::f16, 128, 64, 64, false>>("attention", 4);
+  expect_compiles<&kernels::matmul_program<tl::bf16, 128, 128, 32, kernels::MatmulEpilogue::gelu>>("matmul_gelu", 8);
+  expect_compiles<&test::matrix_ops_program>("matrix_ops", 4);
+}
+
+TEST(Matrix, TooLargeTilesSayWhatToShrink) {
+  Kernel<&kernels::attention_program<tl::bf16, 128, 128, 128, false>> k("attention_big", KernelOptions{2});
+  try {
+    (void)k.program().cuda_source(k.program().default_specialization());
+    FAIL() << "a 128-row block over 2 warps fit";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("use smaller blocks (tile sizes) or more warps"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
