@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Everything the GPU machine runs in one go: build, all test tiers, the softmax example, the benchmark
-# table, and (when given) the peers script, so that every ratio comes from one run on one machine.
+# Everything the GPU machine runs in one go: build, all test tiers, the examples, the benchmark table,
+# (when given) the peers script, and the matrix peers (bench/peers_matrix.py), so that every ratio comes
+# from one run on one machine.
 #   bash bench/run_gpu.sh OUT_DIR [peers.py]
 set -uo pipefail
 out=${1:?usage: run_gpu.sh OUT_DIR [peers.py]}
@@ -19,10 +20,14 @@ grep -E "^[0-9]+% tests" "$out/ctest.log"
 ./build-gpu/softmax 2>&1 | tee "$out/example_softmax.txt" || status=1
 ./build-gpu/softmax --dtype bf16 --rows 16384 2>&1 | tee -a "$out/example_softmax.txt" || status=1
 ./build-gpu/fused_epilogue 2>&1 | tee -a "$out/example_softmax.txt" || status=1
+./build-gpu/attention --batch 4 --heads 32 --seq 4096 2>&1 | tee "$out/example_matrix.txt" || status=1
+./build-gpu/matmul 2>&1 | tee -a "$out/example_matrix.txt" || status=1
 ./build-gpu/bench/tilefuse_bench --table "$out/bench_table.md" > "$out/bench.log" 2>&1 || { status=1; tail -20 "$out/bench.log"; }
 cat "$out/bench_table.md"
 if [ -n "$peers" ]; then
   PYTHONUNBUFFERED=1 OUT=$out timeout 300 python3 "$peers" > "$out/peers.txt" 2>&1 || echo "peers failed: see peers.txt"
   cat "$out/peers.txt" | grep -vi warn | head -60
 fi
+PYTHONUNBUFFERED=1 OUT=$out timeout 300 python3 bench/peers_matrix.py > "$out/peers_matrix.txt" 2>&1 || echo "matrix peers failed: see peers_matrix.txt"
+grep -vi warn "$out/peers_matrix.txt" | head -40
 exit $status

@@ -24,6 +24,8 @@ struct Options {
   int min_programs_per_sm = 0;
   /// Programs (thread blocks) per cluster along axis 0, for cluster reductions; 1: no clusters.
   int cluster_size = 1;
+  /// Programs with 2D tiles: buffers per shared-memory copy a loop's dots read (KernelOptions::num_stages).
+  int num_stages = 2;
 };
 
 /// A generated kernel: its source and the dynamic shared memory one thread block needs.

@@ -62,11 +62,12 @@ void TileEmitter::dot(const ir::Instr& in) {
   while ((1 << log_wm) < wm) ++log_wm;
   os_ << "  {\n    const int tf_m0 = (warp & " << wm - 1 << ") * " << WM << ", tf_n0 = (warp >> " << log_wm << ") * " << WN
       << ";\n    const int tf_r8 = lane & 7, tf_mat = lane >> 3;\n";
-  const std::string ra = a_regs ? v(a) : "";
+  // A cast to f16/bf16 that only feeds dots is packed here from its f32 source (cvt.rn.*x2 rounds as the cast would).
+  const std::string ra = !a_regs ? "" : packed_by_dot(a) ? v(defs_[a]->args[0]) : v(a);
   const int NIa = K / 8;  // a register A operand's 8-column tiles per warp
   const std::string pack = dt == ir::DType::bf16 ? "tf_pack_bf16x2" : "tf_pack_f16x2";
   os_ << "#pragma unroll\n    for (int kt = 0; kt < " << K / 16 << "; ++kt) {\n";
-  os_ << "      unsigned tf_a[" << MI << "][4], tf_b[" << NI << "][2];\n";
+  os_ << "      unsigned tf_a[" << MI << "][4];\n";
   os_ << "#pragma unroll\n      for (int mi = 0; mi < " << MI << "; ++mi) {\n";
   if (a_regs) {
     // Fragment q of a 16x16 A block is the accumulator pair (h = q & 1) of its 8-column tile 2 kt + (q >> 1).
@@ -82,6 +83,8 @@ void TileEmitter::dot(const ir::Instr& in) {
     os_ << "        " << (k_contiguous ? "tf_ldsm_x4" : "tf_ldsm_x4_t") << "(tf_sbase + " << swizzled(B, row, chunk) << ", tf_a[mi]);\n";
   }
   os_ << "      }\n";
+  // B fragments two 8-column tiles at a time, each pair used at once: few registers live.
+  const std::string mma = dt == ir::DType::bf16 ? "tf_mma_bf16" : "tf_mma_f16";
   {
     const Buffer& B = buffers_[vb.buffer];
     const bool k_contiguous = vb.transposed;  // b = buffer: b[k][n], n contiguous; b = trans(buffer): k contiguous
@@ -90,16 +93,17 @@ void TileEmitter::dot(const ir::Instr& in) {
       const std::string chunk = k_contiguous ? "kt * 2 + (tf_mat & 1)" : "(tf_n0 + nj * 16) / 8 + (tf_mat >> 1)";
       os_ << "#pragma unroll\n      for (int nj = 0; nj < " << NI / 2 << "; ++nj) {\n        unsigned tf_q[4];\n";
       os_ << "        " << (k_contiguous ? "tf_ldsm_x4" : "tf_ldsm_x4_t") << "(tf_sbase + " << swizzled(B, row, chunk) << ", tf_q);\n";
-      os_ << "        tf_b[2 * nj][0] = tf_q[0]; tf_b[2 * nj][1] = tf_q[1]; tf_b[2 * nj + 1][0] = tf_q[2]; tf_b[2 * nj + 1][1] = tf_q[3];\n      }\n";
+      os_ << "#pragma unroll\n        for (int mi = 0; mi < " << MI << "; ++mi) {\n";
+      os_ << "          " << mma << "(&" << r << "[(mi * " << NI << " + 2 * nj) * 4], tf_a[mi], tf_q[0], tf_q[1]);\n";
+      os_ << "          " << mma << "(&" << r << "[(mi * " << NI << " + 2 * nj + 1) * 4], tf_a[mi], tf_q[2], tf_q[3]);\n        }\n      }\n";
     } else {
       const std::string row = k_contiguous ? "tf_n0 + tf_r8" : "kt * 16 + tf_r8 + 8 * (tf_mat & 1)";
       const std::string chunk = k_contiguous ? "kt * 2 + (tf_mat & 1)" : "tf_n0 / 8";
-      os_ << "      " << (k_contiguous ? "tf_ldsm_x2" : "tf_ldsm_x2_t") << "(tf_sbase + " << swizzled(B, row, chunk) << ", tf_b[0]);\n";
+      os_ << "      unsigned tf_q[2];\n";
+      os_ << "      " << (k_contiguous ? "tf_ldsm_x2" : "tf_ldsm_x2_t") << "(tf_sbase + " << swizzled(B, row, chunk) << ", tf_q);\n";
+      os_ << "#pragma unroll\n      for (int mi = 0; mi < " << MI << "; ++mi) " << mma << "(&" << r << "[mi * 4], tf_a[mi], tf_q[0], tf_q[1]);\n";
     }
   }
-  os_ << "#pragma unroll\n      for (int mi = 0; mi < " << MI << "; ++mi)\n#pragma unroll\n        for (int ni = 0; ni < " << NI
-      << "; ++ni) " << (dt == ir::DType::bf16 ? "tf_mma_bf16" : "tf_mma_f16") << "(&" << r << "[(mi * " << NI
-      << " + ni) * 4], tf_a[mi], tf_b[ni][0], tf_b[ni][1]);\n";
   os_ << "    }\n  }\n";
   reads_pending_ = true;
 }

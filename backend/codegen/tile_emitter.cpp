@@ -20,8 +20,11 @@ using passes::Where;
 TileEmitter::TileEmitter(const ir::Function& fn, const passes::Analysis& analysis, const Options& options)
     : fn_(fn), a_(analysis), opt_(options), threads_(32 * options.num_warps), warps_(options.num_warps), memo_(1) {
   defs_.assign(fn.values.size(), nullptr);
+  users_.resize(fn.values.size());
   ir::walk(fn.body, [&](const ir::Instr& in) {
     if (in.result >= 0) defs_[in.result] = &in;
+    for (ir::ValueId x : in.args) users_[x].push_back(&in);
+    for (ir::ValueId y : in.yields) users_[y].push_back(&in);
   });
 }
 
@@ -55,36 +58,105 @@ std::string TileEmitter::run() {
   if (shared_bytes() > 0) {
     out << "  extern __shared__ __align__(16) unsigned char tf_shared[];\n";
     out << "  const unsigned tf_sbase = tf_smem(tf_shared);\n";
-    if (scratch_bytes_ > 0) out << "  float* const tf_scratch = reinterpret_cast<float*>(tf_shared + " << shared_top_ << ");\n";
+    if (scratch_bytes_ > 0) out << "  float* const tf_scratch = reinterpret_cast<float*>(tf_shared + " << shared_high_ << ");\n";
   }
   out << coords_.str() << os_.str() << "}\n";
   return out.str();
 }
 
-// What must stay in registers across a loop (its carried tiles) plus the largest dot result must fit
-// in the 255 registers a thread has, with room for addresses and fragments; otherwise the kernel would
-// spill every iteration. Checked before compiling, with what to shrink.
+std::vector<const ir::Instr*> TileEmitter::pipelined_loads(const ir::Instr& loop) const {
+  std::vector<bool> in_body(fn_.values.size(), false);
+  for (const ir::Instr& b : loop.body) {
+    if (b.result >= 0) in_body[b.result] = true;
+    for (ir::ValueId r : b.results) in_body[r] = true;
+  }
+  for (std::size_t k = 1; k < loop.block_args.size(); ++k) in_body[loop.block_args[k]] = true;
+  // Whether `id` is computed from the induction variable and values from outside the loop only.
+  std::vector<int> state(fn_.values.size(), 0);  // 0 unknown, 1 yes, 2 no
+  auto ahead = [&](auto&& self, ir::ValueId id) -> bool {
+    if (state[id]) return state[id] == 1;
+    bool ok = true;
+    if (id == loop.block_args[0] || !in_body[id]) {
+      ok = true;
+    } else {
+      const ir::Instr* d = defs_[id];
+      ok = d && d->op != Op::loop && ir::is_pure(d->op) && d->op != Op::dot && !ir::is_axis_reduction(d->op) && !ir::is_reduction(d->op);
+      for (std::size_t k = 0; ok && k < d->args.size(); ++k) ok = self(self, d->args[k]);
+    }
+    state[id] = ok ? 1 : 2;
+    return ok;
+  };
+  std::vector<const ir::Instr*> out;
+  for (const ir::Instr& b : loop.body) {
+    if (b.op != Op::load || a_.home[b.result].where != Where::shared) continue;
+    bool ok = true;
+    for (ir::ValueId x : b.args) ok = ok && ahead(ahead, x);
+    if (ok) out.push_back(&b);
+  }
+  return out;
+}
+
+void TileEmitter::prefetch(const ir::Instr& loop, const std::vector<const ir::Instr*>& loads, const std::string& iv,
+                           const std::string& phase) {
+  // The body's scalars the copies need, in body order, computed again inside a block where the loop's
+  // variable names iteration `iv` (the block's declarations shadow the body's).
+  std::vector<bool> need(fn_.values.size(), false);
+  auto mark = [&](auto&& self, ir::ValueId id) -> void {
+    if (need[id]) return;
+    need[id] = true;
+    if (const ir::Instr* d = defs_[id]) for (ir::ValueId x : d->args) self(self, x);
+  };
+  for (const ir::Instr* l : loads)
+    for (ir::ValueId x : l->args) mark(mark, x);
+  // Copies are issued in every iteration (predicated off past the loop's end, where they read nothing),
+  // so that every iteration commits the same number of groups.
+  const std::string next = fresh("tf_ahead");
+  os_ << "  {\n  const int " << next << " = " << iv << ";\n  const bool " << next << "_on = " << next << " < " << v(loop.args[1]) << ";\n";
+  os_ << "  const int " << v(loop.block_args[0]) << " = " << next << ";\n";
+  memo_.emplace_back();
+  for (const ir::Instr& b : loop.body)
+    if (b.result >= 0 && need[b.result] && fn_.values[b.result].rank == 0)
+      os_ << "  " << reg_type(b.result) << " const " << v(b.result) << " = " << scalar(b) << ";\n";
+  for (const ir::Instr* l : loads) copy_into(*l, piped_.at(l), phase, next + "_on");
+  memo_.pop_back();
+  os_ << "  }\n";
+}
+
+// What a loop carries (its tiles) plus the largest dot result it computes besides (a dot that becomes a
+// carried value accumulates in its place) must fit in the 255 registers a thread has, with room for
+// addresses and fragments; otherwise the kernel would spill every iteration. Checked before compiling,
+// with what to shrink.
 void TileEmitter::check_registers() const {
   constexpr int kBudget = 200;
-  int carried = 0, widest_dot = 0;
+  auto dots = [&](const std::vector<ir::Instr>& block, const std::vector<ir::ValueId>& yields) {
+    int widest = 0;
+    for (const ir::Instr& in : block)
+      if (in.op == Op::dot && std::find(yields.begin(), yields.end(), in.result) == yields.end())
+        widest = std::max(widest, a_.home[in.result].layout.per_thread());
+    return widest;
+  };
+  int need = dots(fn_.body, {});
+  std::string what = "its largest dot result";
   ir::walk(fn_.body, [&](const ir::Instr& in) {
-    if (in.op == Op::dot) widest_dot = std::max(widest_dot, a_.home[in.result].layout.per_thread());
     if (in.op != Op::loop) return;
-    int here = 0;
+    int carried = 0;
     for (std::size_t k = 1; k < in.block_args.size(); ++k)
-      if (fn_.values[in.block_args[k]].rank > 0) here += a_.home[in.block_args[k]].layout.per_thread();
-    carried = std::max(carried, here);
+      if (fn_.values[in.block_args[k]].rank > 0) carried += a_.home[in.block_args[k]].layout.per_thread();
+    if (carried + dots(in.body, in.yields) > need) {
+      need = carried + dots(in.body, in.yields);
+      what = "the tiles its loop carries and the dot results the loop computes besides";
+    }
   });
-  if (carried + widest_dot > kBudget)
-    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': its loop carries " + std::to_string(carried) +
-                                " registers of tiles per thread and its largest dot result takes " + std::to_string(widest_dot) +
-                                ", more than the " + std::to_string(kBudget) + " a thread can hold without spilling; use smaller "
-                                "blocks (tile sizes) or more warps (num_warps)");
+  if (need > kBudget)
+    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': " + what + " take " + std::to_string(need) +
+                                " registers per thread, more than the " + std::to_string(kBudget) + " a thread can hold without "
+                                "spilling; use smaller blocks (tile sizes) or more warps (num_warps)");
 }
 
 std::int64_t TileEmitter::allocate(std::int64_t bytes) {
   const std::int64_t at = shared_top_;
   shared_top_ += (bytes + 15) / 16 * 16;
+  shared_high_ = std::max(shared_high_, shared_top_);
   return at;
 }
 
@@ -131,6 +203,17 @@ std::string TileEmitter::part_expr(const TileLayout2& l, unsigned dropped, const
   if (bit == 0) return "0";
   if (identity) return bit == static_cast<int>(l.reg.size()) ? e : "(" + e + " & " + std::to_string((1 << bit) - 1) + ")";
   return "(" + expr + ")";
+}
+
+bool TileEmitter::packed_by_dot(ir::ValueId id) const {
+  const ir::Instr* d = defs_[id];
+  if (!d || d->op != Op::cast || users_[id].empty()) return false;
+  const passes::TileHome& from = a_.home[d->args[0]];
+  if (fn_.values[d->args[0]].dtype != ir::DType::f32 || from.where != Where::registers || !from.layout.mma || from.layout.warps_n != 1)
+    return false;
+  for (const ir::Instr* u : users_[id])
+    if (u->op != Op::dot || u->args[0] != id || u->args[1] == id) return false;
+  return true;
 }
 
 std::string TileEmitter::v(ir::ValueId id) const {
@@ -241,6 +324,10 @@ void TileEmitter::instr(const ir::Instr& in) {
   }
   if (ir::is_axis_reduction(in.op)) return reduce_along(in);
   if (in.op == Op::dot) return dot(in);
+  if (packed_by_dot(in.result)) {
+    os_ << "  // (packed into fragments by its dot, rounding there)\n";
+    return;
+  }
   compute(in, a_.home[in.result].layout, v(in.result));
 }
 
@@ -258,6 +345,32 @@ void TileEmitter::loop(const ir::Instr& in) {
     const TileLayout2& l = a_.home[b].layout;
     assign(b, l, v(b), get(init, l) + "[e]");
   }
+  // Copies ahead: stage s of each pipelined load's buffer holds iteration i with i % S == s; the first
+  // S - 1 iterations are copied before the loop, and each iteration copies the one S - 1 ahead.
+  const int S = opt_.num_stages;
+  const std::vector<const ir::Instr*> piped = S > 1 ? pipelined_loads(in) : std::vector<const ir::Instr*>{};
+  const std::string phase = "tf_stage" + std::to_string(loops_++);
+  const std::int64_t shared_before = shared_top_;  // the loop's stages are free again after it
+  if (!piped.empty()) {
+    std::vector<int> first_group;
+    for (const ir::Instr* l : piped) {
+      Buffer b;
+      b.rows = static_cast<int>(fn_.values[l->result].dims[0]);
+      b.cols = static_cast<int>(fn_.values[l->result].dims[1]);
+      b.offset = allocate(b.bytes() * S);
+      b.phase = phase;
+      piped_[l] = static_cast<int>(buffers_.size());
+      buffers_.push_back(b);
+    }
+    os_ << "  // copies ahead for the loop below: " << S << " stages\n";
+    for (int s = 0; s + 1 < S; ++s) {
+      prefetch(in, piped, v(in.args[0]) + " + " + std::to_string(s) + " * " + v(in.args[2]), std::to_string(s));
+      if (s == 0)
+        for (const ir::Instr* l : piped) first_group.push_back(buffers_[piped_[l]].group);
+    }
+    for (std::size_t k = 0; k < piped.size(); ++k) buffers_[piped_[piped[k]]].group = first_group[k];
+    os_ << "  int " << phase << " = 0;\n";
+  }
   const std::string iv = v(in.block_args[0]);
   os_ << "  for (int " << iv << " = " << v(in.args[0]) << "; " << iv << " < " << v(in.args[1]) << "; " << iv << " += " << v(in.args[2])
       << ") {\n";
@@ -266,7 +379,16 @@ void TileEmitter::loop(const ir::Instr& in) {
   memo_.emplace_back();
   ++loop_depth_;
   reads_pending_ = true;  // the previous iteration's reads of shared buffers
+  if (!piped.empty()) {
+    std::vector<int> current;
+    for (const ir::Instr* l : piped) current.push_back(buffers_[piped_[l]].group);
+    prefetch(in, piped, iv + " + " + std::to_string(S - 1) + " * " + v(in.args[2]),
+             S == 2 ? "(" + phase + " ^ 1)" : "(" + phase + " + " + std::to_string(S - 1) + ") % " + std::to_string(S));
+    // This iteration reads the copies issued S - 1 iterations ago.
+    for (std::size_t k = 0; k < piped.size(); ++k) buffers_[piped_[piped[k]]].group = current[k];
+  }
   for (const ir::Instr& b : in.body) instr(b);
+  if (!piped.empty()) os_ << "  " << phase << " = " << (S == 2 ? phase + " ^ 1" : "(" + phase + " + 1) % " + std::to_string(S)) << ";\n";
   os_ << "  // yield\n";
   for (std::size_t k = 0; k < carried; ++k) {
     const ir::ValueId b = in.block_args[k + 1];
@@ -287,6 +409,7 @@ void TileEmitter::loop(const ir::Instr& in) {
   std::istringstream lines(body.str());
   for (std::string line; std::getline(lines, line);) os_ << (line.rfind("#pragma", 0) == 0 ? "" : "  ") << line << "\n";
   os_ << "  }\n";
+  shared_top_ = shared_before;
   for (std::size_t k = 0; k < carried; ++k) {
     const ir::ValueId b = in.block_args[k + 1], r = in.results[k];
     if (fn_.values[b].rank == 0) os_ << "  " << reg_type(r) << " " << v(r) << " = " << v(b) << ";\n";

@@ -22,7 +22,7 @@ class TileEmitter {
   /// The kernel's whole source; shared_bytes() is valid after it.
   std::string run();
   /// Bytes of dynamic shared memory one program needs.
-  std::int64_t shared_bytes() const { return shared_top_ + scratch_bytes_; }
+  std::int64_t shared_bytes() const { return shared_high_ + scratch_bytes_; }
 
  private:
   // ---- core (tile_emitter.cpp) ----
@@ -67,6 +67,9 @@ class TileEmitter {
   /// Elements per access of a load or store of `ptr` (masked by `mask`, -1: none) in layout l.
   int vector_width(const passes::TileLayout2& l, ir::ValueId ptr, ir::ValueId mask, ir::DType dt) const;
   void shared_load(const ir::Instr& in);
+  /// Emits the copies of load `in` into buffer `b` at `phase` (its stage; "" for one), each only where
+  /// `guard` holds ("": always), and commits them as one group.
+  void copy_into(const ir::Instr& in, int buffer, const std::string& phase, const std::string& guard = "");
   /// Waits for the copies into shared buffer `buffer` (and the barrier that publishes them), if pending.
   void wait_for(int buffer);
 
@@ -90,6 +93,8 @@ class TileEmitter {
     std::int64_t offset = 0;
     int rows = 0, cols = 0;
     int group = -1;  ///< its last commit group of copies (-1: none pending)
+    std::string phase;  ///< pipelined: the variable naming the stage a loop iteration reads ("" for one)
+    std::int64_t bytes() const { return std::int64_t{rows} * cols * 2; }
   };
   /// The buffer a value lives in, and whether the value is its transpose.
   struct View {
@@ -97,7 +102,15 @@ class TileEmitter {
     bool transposed = false;
   };
   /// The byte offset expression of (row, col) in a buffer (col a multiple of 8).
-  std::string swizzled(const Buffer& b, const std::string& row, const std::string& chunk) const;
+  std::string swizzled(const Buffer& b, const std::string& row, const std::string& chunk, const std::string& phase) const;
+  std::string swizzled(const Buffer& b, const std::string& row, const std::string& chunk) const { return swizzled(b, row, chunk, b.phase); }
+  /// Loads of a loop's body that are copied ahead (they feed only dots and depend on nothing but the
+  /// induction variable and values from outside the loop).
+  std::vector<const ir::Instr*> pipelined_loads(const ir::Instr& loop) const;
+  /// Emits the copies of the pipelined `loads` for the iteration whose induction variable is `iv` (when
+  /// it is below the loop's end), into stage `phase`: the body's scalars they need are computed again
+  /// with the loop's variable set to iv.
+  void prefetch(const ir::Instr& loop, const std::vector<const ir::Instr*>& loads, const std::string& iv, const std::string& phase);
   /// The shared-memory view of a dot operand, writing register operands into a buffer first.
   View operand_view(ir::ValueId id);
 
@@ -109,13 +122,20 @@ class TileEmitter {
   std::ostringstream os_;                       // the body
   std::ostringstream coords_;                   // per-layout thread coordinates, declared at the top
   std::vector<const ir::Instr*> defs_;          // by value: its defining instruction (null for block args)
+  std::vector<std::vector<const ir::Instr*>> users_;  // by value: the instructions that read it (yields: the loop)
+  /// A cast of a tensor-core result to f16/bf16 whose only uses are dots' A operands: never materialized,
+  /// the dots pack the f32 values straight into fragments (the packing rounds the same way).
+  bool packed_by_dot(ir::ValueId id) const;
   std::vector<passes::TileLayout2> layouts_;
   std::vector<std::map<std::string, std::string>> memo_;  // scope stack: "value@layout" -> name
   std::map<ir::ValueId, View> views_;           // values in shared memory
+  std::map<const ir::Instr*, int> piped_;       // pipelined loads -> their buffer
+  int loops_ = 0;                               // loops emitted (names their stage variables)
   std::vector<Buffer> buffers_;
   int groups_committed_ = 0;                    // cp.async commit groups issued so far (in emission order)
   bool reads_pending_ = false;                  // shared buffers read since the last barrier
-  std::int64_t shared_top_ = 0;
+  std::int64_t shared_top_ = 0;                 // next free byte (buffers of finished loops are free again)
+  std::int64_t shared_high_ = 0;                // the most ever in use: where the scratch area starts
   std::int64_t scratch_bytes_ = 0;
   int next_name_ = 0;
   int loop_depth_ = 0;

@@ -81,26 +81,39 @@ void TileEmitter::store(const ir::Instr& in) {
   os_ << "    }\n  }\n";
 }
 
-std::string TileEmitter::swizzled(const Buffer& b, const std::string& row, const std::string& chunk) const {
+std::string TileEmitter::swizzled(const Buffer& b, const std::string& row, const std::string& chunk, const std::string& phase_var) const {
   const int cpr = b.cols / 8;  // 16-byte chunks per row
   std::string phase = "0";
   if (cpr >= 8) phase = "((" + row + ") & 7)";
   else if (cpr == 4) phase = "(((" + row + ") >> 1) & 3)";
   else if (cpr == 2) phase = "(((" + row + ") >> 2) & 1)";
-  return std::to_string(b.offset) + " + (" + row + ") * " + std::to_string(b.cols * 2) + " + (((" + chunk + ") ^ " + phase + ") << 4)";
+  const std::string base = phase_var.empty() ? std::to_string(b.offset) : std::to_string(b.offset) + " + " + phase_var + " * " + std::to_string(b.bytes());
+  return base + " + (" + row + ") * " + std::to_string(b.cols * 2) + " + (((" + chunk + ") ^ " + phase + ") << 4)";
 }
 
 // A load whose only uses are dot operands: each thread copies its 16-byte runs into the buffer with
-// cp.async (zeros where masked), or, when runs are not provably whole, element by element.
+// cp.async (zeros where masked), or, when runs are not provably whole, element by element. A pipelined
+// load's copies were issued ahead by its loop: here it only names the stage this iteration reads.
 void TileEmitter::shared_load(const ir::Instr& in) {
+  if (auto it = piped_.find(&in); it != piped_.end()) {
+    views_[in.result] = View{it->second, false};
+    os_ << "  // (copied ahead into shared buffer " << it->second << ", stage " << buffers_[it->second].phase << ")\n";
+    return;
+  }
   const ir::ValueType& t = fn_.values[in.result];
-  const TileLayout2 l = passes::default_layout(t, warps_);
   Buffer b;
   b.rows = static_cast<int>(t.dims[0]);
   b.cols = static_cast<int>(t.dims[1]);
-  b.offset = allocate(std::int64_t{b.rows} * b.cols * 2);
+  b.offset = allocate(b.bytes());
   const int id = static_cast<int>(buffers_.size());
+  buffers_.push_back(b);
   views_[in.result] = View{id, false};
+  copy_into(in, id, "");
+}
+
+void TileEmitter::copy_into(const ir::Instr& in, int id, const std::string& phase, const std::string& guard) {
+  const ir::ValueType& t = fn_.values[in.result];
+  const TileLayout2 l = passes::default_layout(t, warps_);
   const bool masked = in.args.size() > 1 && !a_.axis[in.args[1]].always_true;
   const int W = vector_width(l, in.args[0], masked ? in.args[1] : -1, t.dtype);
   // A copy zero-fills masked runs, so it serves a load whose `other` is +0.
@@ -114,27 +127,30 @@ void TileEmitter::shared_load(const ir::Instr& in) {
     barrier();
     reads_pending_ = false;
   }
-  os_ << "  // -> shared buffer " << id << " (" << b.rows << "x" << b.cols << ", 16-byte chunks swizzled)\n";
+  Buffer& b = buffers_[id];
+  os_ << "  // -> shared buffer " << id << (phase.empty() ? "" : ", stage " + phase) << " (" << b.rows << "x" << b.cols
+      << ", 16-byte chunks swizzled)\n";
   const std::string p = get(in.args[0], l);
+  auto guarded = [&](const std::string& c) { return guard.empty() ? c : c.empty() || c == "true" ? guard : guard + " && " + c; };
+  const std::string cond0 = guarded(masked ? at(in.args[1], l, "e0") : "true");
+  const std::string cond = guarded(masked ? at(in.args[1], l, "e") : "");
+  const std::string other = masked ? at(in.args[2], l, "e") : text::literal(t.dtype, 0);
   if (W == 8 && zero_other) {
-    const std::string cond = masked ? at(in.args[1], l, "e0") : "true";
     os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += 8)\n";
-    os_ << "    tf_cp16(tf_sbase + " << swizzled(b, coord(l, 0, "e0"), "(" + coord(l, 1, "e0") + ") >> 3") << ", " << p << "[e0], "
-        << cond << ");\n";
+    os_ << "    tf_cp16(tf_sbase + " << swizzled(b, coord(l, 0, "e0"), "(" + coord(l, 1, "e0") + ") >> 3", phase) << ", " << p << "[e0], "
+        << cond0 << ");\n";
     os_ << "  tf_cp_commit();\n";
     b.group = groups_committed_++;
   } else {
     const std::string S = text::storage_type(t.dtype);
-    const std::string cond = masked ? at(in.args[1], l, "e") : "";
-    const std::string other = masked ? at(in.args[2], l, "e") : text::literal(t.dtype, 0);
     const std::string value = text::from_storage(t.dtype, "*" + p + "[e]");
     os_ << "#pragma unroll\n  for (int e = 0; e < " << l.per_thread() << "; ++e)\n";
-    os_ << "    *reinterpret_cast<" << S << "*>(tf_shared + " << swizzled(b, coord(l, 0), "(" + coord(l, 1) + ") >> 3") << " + (("
+    os_ << "    *reinterpret_cast<" << S << "*>(tf_shared + " << swizzled(b, coord(l, 0), "(" + coord(l, 1) + ") >> 3", phase) << " + (("
         << coord(l, 1) << ") & 7) * 2) = " << text::to_storage(t.dtype, cond.empty() ? value : cond + " ? " + value + " : " + other)
         << ";\n";
-    b.group = -2;
+    os_ << "  tf_cp_commit();  // (an empty group: keeps the count of groups the same in every iteration)\n";
+    b.group = groups_committed_++;
   }
-  buffers_.push_back(b);
 }
 
 void TileEmitter::wait_for(int buffer) {

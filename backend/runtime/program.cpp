@@ -81,6 +81,9 @@ Program::Program(ir::Function traced, KernelOptions options) : options_(std::mov
   if (options_.num_warps < 1 || options_.num_warps > 32 || (options_.num_warps & (options_.num_warps - 1)))
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': num_warps must be a power of two from 1 to 32, got " +
                                 std::to_string(options_.num_warps));
+  if (options_.num_stages < 1 || options_.num_stages > 4)
+    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': num_stages must be from 1 to 4, got " +
+                                std::to_string(options_.num_stages));
   if (options_.cluster_size < 1 || options_.cluster_size > 8)
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': cluster_size must be from 1 to 8, got " +
                                 std::to_string(options_.cluster_size));
@@ -101,7 +104,8 @@ Specialization Program::default_specialization() const {
 codegen::Generated Program::generate(const Specialization& spec) const {
   const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility);
   return codegen::generate(
-      fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, options_.min_programs_per_sm, options_.cluster_size});
+      fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, options_.min_programs_per_sm, options_.cluster_size,
+                                  options_.num_stages});
 }
 
 std::string Program::cuda_source(const Specialization& spec) const { return generate(spec).source; }

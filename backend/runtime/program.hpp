@@ -32,6 +32,10 @@ struct KernelOptions {
   /// (0 to 100; -1 leaves it to the driver). The default, all of it, lets stages decide how many programs
   /// fit on an SM.
   int shared_carveout = 100;
+  /// For programs with 2D tiles: copies into shared memory that a loop's dots read are issued this many
+  /// iterations ahead minus one (Triton's num_stages): 2 overlaps each iteration's copies with the
+  /// previous iteration's math; 1 copies and waits in place. 1 to 4.
+  int num_stages = 2;
 };
 
 /// What is known about each argument at compile time: the power of two that divides an integer argument

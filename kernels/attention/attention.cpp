@@ -71,8 +71,10 @@ void with_head_dim(std::int64_t d, F&& f) {
 
 }  // namespace
 
-// Blocks: 128 query rows by 64 keys. Head dim 64: 4 warps of 32 rows; 128: 8 warps of 16 rows, so the
-// accumulator (rows x head_dim per warp) stays at 64 registers per thread either way.
+// Blocks of 128 query rows by 64 keys over 4 warps of 32 rows each, for both head dims: each key block's
+// fragments serve two row tiles per warp (half the shared-memory reads of one). The fastest of the
+// block shapes measured on the H200 (bench/NOTES.md); at head dim 128 ptxas spills 128 bytes of the 255
+// registers, and it is still the fastest.
 void detail::attention(const AttentionArgs& a, const MatrixOptions& opt) {
   check("attention", a, true);
   constexpr int BM = 128, BN = 64;
@@ -82,7 +84,7 @@ void detail::attention(const AttentionArgs& a, const MatrixOptions& opt) {
   const std::array args{a.q, a.k, a.v, a.o, a.lse, Arg::of_i32(static_cast<std::int32_t>(s.seq)), Arg::of_f32(a.scale * kLog2e)};
   with_half(a.q.dtype, [&]<class T>() {
     with_head_dim(s.head_dim, [&]<int D>() {
-      constexpr int warps = D == 64 ? 4 : 8;
+      constexpr int warps = 4;
       auto run = [&]<bool C>() {
         program_of<&attention_program<T, BM, BN, D, C>>(C ? "attention_causal" : "attention", warps,
                                                          {"q", "k", "v", "o", "lse", "seq", "scale_log2"})

@@ -18,10 +18,13 @@ inline constexpr float kLog2e = 1.4426950408889634f;
 inline constexpr float kLn2 = 0.6931471805599453f;
 
 /// Fused attention forward for one block of BM query rows of one (batch, head): program (i, bh) writes
-/// rows i*BM ... of O and lse. `scale_log2` is scale * log2(e); rows and keys past `seq` are masked.
+/// rows i*BM ... of O and lse. `scale_log2` is scale * log2(e). The keys are walked in two loops, as
+/// FlashAttention does: first the blocks every row of the program sees whole (no masks at all), then the
+/// blocks at the end of the sequence or on the causal diagonal, masked.
 template <class T, int BM, int BN, int D, bool Causal>
 void attention_program(tl::Ptr<T> q, tl::Ptr<T> k, tl::Ptr<T> v, tl::Ptr<T> o, tl::Ptr<tl::f32> lse, tl::Scalar<tl::i32> seq,
                        tl::Scalar<tl::f32> scale_log2) {
+  static_assert(BM % BN == 0, "attention_program: the query block must be a whole number of key blocks");
   namespace t = tl;
   const auto block = t::program_id(0);
   const auto head = t::cast<t::i64>(t::program_id(1)) * t::cast<t::i64>(seq);  // first row of this (batch, head)
@@ -29,25 +32,30 @@ void attention_program(tl::Ptr<T> q, tl::Ptr<T> k, tl::Ptr<T> v, tl::Ptr<T> o, t
   const auto cols = t::arange<D>();
   const auto row_in = rows(t::all, t::none) < seq;
   const auto at_rows = rows(t::all, t::none) * D + cols(t::none, t::all);
-  const auto qb = q + head * D;
-  const auto Q = t::load(qb + at_rows, row_in);
-  // Causal: keys past this block's last row never count.
+  const auto Q = t::load(q + head * D + at_rows, row_in);
+  // One block of keys from j: scores in base 2 (the scale folded into the exponent's multiply-add),
+  // masked past the sequence and above the diagonal when Masked; the running maximum m and sum l, and the
+  // accumulator rescaled by 2^(m_old - m_new).
+  auto step = [&]<bool Masked>(t::Scalar<t::i32> j, t::Tile<t::f32, BM> m, t::Tile<t::f32, BM> l, t::Tile<t::f32, BM, D> acc) {
+    const auto keys = j + t::arange<BN>();
+    const auto at_keys = head * D + keys(t::all, t::none) * D + cols(t::none, t::all);
+    auto s = t::dot(Q, t::trans(Masked ? t::load(k + at_keys, keys(t::all, t::none) < seq) : t::load(k + at_keys)));
+    if constexpr (Masked) {
+      s = t::where(keys(t::none, t::all) < seq, s, -t::inf);
+      if constexpr (Causal) s = t::where(keys(t::none, t::all) <= rows(t::all, t::none), s, -t::inf);
+    }
+    const auto m_new = t::maximum(m, t::max<1>(s) * scale_log2);
+    const auto p = t::exp2(s * scale_log2 - m_new(t::all, t::none));
+    const auto alpha = t::exp2(m - m_new);
+    const auto V = Masked ? t::load(v + at_keys, keys(t::all, t::none) < seq) : t::load(v + at_keys);
+    return std::tuple{m_new, l * alpha + t::sum<1>(p), t::dot(t::cast<T>(p), V, acc * alpha(t::all, t::none))};
+  };
+  // Causal: the keys before this block's first row are whole for every row; keys past its last row never count.
+  const auto whole = Causal ? block * BM : seq - seq % BN;
   const auto end = Causal ? t::minimum(seq, (block + 1) * BM) : seq;
-  auto [m, l, acc] = t::for_range(
-      0, end, BN, std::tuple{t::full<t::f32, BM>(-t::inf), t::full<t::f32, BM>(0.0f), t::zeros<t::f32, BM, D>()},
-      [&](t::Scalar<t::i32> j, t::Tile<t::f32, BM> m, t::Tile<t::f32, BM> l, t::Tile<t::f32, BM, D> acc) {
-        const auto keys = j + t::arange<BN>();
-        const auto key_in = keys(t::all, t::none) < seq;
-        const auto at_keys = keys(t::all, t::none) * D + cols(t::none, t::all);
-        const auto K = t::load(k + head * D + at_keys, key_in);
-        const auto V = t::load(v + head * D + at_keys, key_in);
-        auto s = t::where(keys(t::none, t::all) < seq, t::dot(Q, t::trans(K)) * scale_log2, -t::inf);
-        if constexpr (Causal) s = t::where(keys(t::none, t::all) <= rows(t::all, t::none), s, -t::inf);
-        const auto m_new = t::maximum(m, t::max<1>(s));
-        const auto p = t::exp2(s - m_new(t::all, t::none));
-        const auto alpha = t::exp2(m - m_new);
-        return std::tuple{m_new, l * alpha + t::sum<1>(p), t::dot(t::cast<T>(p), V, acc * alpha(t::all, t::none))};
-      });
+  auto init = std::tuple{t::full<t::f32, BM>(-t::inf), t::full<t::f32, BM>(0.0f), t::zeros<t::f32, BM, D>()};
+  auto unmasked = t::for_range(0, whole, BN, init, [&](auto j, auto m, auto l, auto acc) { return step.template operator()<false>(j, m, l, acc); });
+  auto [m, l, acc] = t::for_range(whole, end, BN, unmasked, [&](auto j, auto m, auto l, auto acc) { return step.template operator()<true>(j, m, l, acc); });
   t::store(o + head * D + at_rows, t::cast<T>(acc / l(t::all, t::none)), row_in);
   t::store(lse + head + rows, m * kLn2 + t::log(l), rows < seq);
 }

@@ -1,5 +1,6 @@
 // The matmul launcher: argument checks and the launch of the tile program for f16 and bf16, with and
-// without GELU. Blocks of 128 x 128 of C over K steps of 32, 8 warps (each a 64 x 32 block of C).
+// without GELU. Blocks of 128 x 128 of C over K steps of 64, 4 warps (each a 64 x 64 block of C), two
+// stages of copies (the fastest of the block shapes measured on the H200: bench/NOTES.md).
 #include "kernels/matmul/matmul.hpp"
 
 #include <map>
@@ -44,16 +45,17 @@ void detail::matmul(const MatmulArgs& x, const MatrixOptions& opt) {
   check("b", x.b, x.k * x.n, x.a.dtype);
   check("bias", x.bias, x.n, x.a.dtype);
   check("c", x.c, x.m * x.n, x.a.dtype);
-  constexpr int BM = 128, BN = 128, BK = 32;
-  if ((x.n + BN - 1) / BN > 65535) throw std::invalid_argument("tilefuse matmul: n exceeds 65535 blocks of 128 columns");
-  const LaunchConfig config(Grid((x.m + BM - 1) / BM, (x.n + BN - 1) / BN), opt.backend, opt.stream);
+  constexpr int BM = 128, BN = 128, BK = 64, warps = 4;
+  const std::int64_t programs = ((x.m + BM - 1) / BM) * ((x.n + BN - 1) / BN);
+  if (programs > 2147483647) throw std::invalid_argument("tilefuse matmul: m x n needs more than 2^31-1 blocks of 128 x 128");
+  const LaunchConfig config(Grid(programs), opt.backend, opt.stream);
   const std::array args{x.a, x.b, x.bias, x.c, Arg::of_i32(static_cast<std::int32_t>(x.m)), Arg::of_i32(static_cast<std::int32_t>(x.n)),
                         Arg::of_i32(static_cast<std::int32_t>(x.k))};
   auto run = [&]<class T>() {
     if (x.epilogue == MatmulEpilogue::gelu)
-      matmul_kernel<&matmul_program<T, BM, BN, BK, MatmulEpilogue::gelu>>("matmul_gelu", 8).launch(config, args);
+      matmul_kernel<&matmul_program<T, BM, BN, BK, MatmulEpilogue::gelu>>("matmul_gelu", warps).launch(config, args);
     else
-      matmul_kernel<&matmul_program<T, BM, BN, BK, MatmulEpilogue::none>>("matmul", 8).launch(config, args);
+      matmul_kernel<&matmul_program<T, BM, BN, BK, MatmulEpilogue::none>>("matmul", warps).launch(config, args);
   };
   if (x.a.dtype == ir::DType::f16) run.template operator()<tl::f16>();
   else run.template operator()<tl::bf16>();

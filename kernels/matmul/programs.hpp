@@ -16,13 +16,24 @@ enum class MatmulEpilogue : std::uint8_t {
   gelu,  ///< C = gelu(A B + bias), the exact (erf) GELU
 };
 
-/// One BM x BN block of C = epilogue(A B + bias).
+/// Blocks of C along M that consecutive programs share (grouped order: programs that run together read
+/// the same few blocks of A and B, which stay in L2).
+inline constexpr int kMatmulGroup = 8;
+
+/// One BM x BN block of C = epilogue(A B + bias), for a 1D grid of cdiv(M, BM) * cdiv(N, BN) programs
+/// in grouped order.
 template <class T, int BM, int BN, int BK, MatmulEpilogue E>
 void matmul_program(tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<T> bias, tl::Ptr<T> c, tl::Scalar<tl::i32> M, tl::Scalar<tl::i32> N,
                     tl::Scalar<tl::i32> K) {
   namespace t = tl;
-  const auto rows = t::program_id(0) * BM + t::arange<BM>();
-  const auto cols = t::program_id(1) * BN + t::arange<BN>();
+  const auto pid = t::program_id(0);
+  const auto blocks_m = (M + (BM - 1)) / BM, blocks_n = (N + (BN - 1)) / BN;
+  const auto per_group = blocks_n * kMatmulGroup;
+  const auto first_m = (pid / per_group) * kMatmulGroup;
+  const auto group_m = t::minimum(blocks_m - first_m, kMatmulGroup);
+  const auto in_group = pid % per_group;
+  const auto rows = (first_m + in_group % group_m) * BM + t::arange<BM>();
+  const auto cols = (in_group / group_m) * BN + t::arange<BN>();
   const auto row_in = rows(t::all, t::none) < M;
   const auto col_in = cols(t::none, t::all) < N;
   const auto a_rows = t::cast<t::i64>(rows(t::all, t::none)) * t::cast<t::i64>(K);

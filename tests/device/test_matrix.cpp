@@ -33,7 +33,9 @@ void gpu_attention(std::uint64_t seed, const kernels::AttentionShape& s, bool ca
   std::vector<double> ro, rl;
   test::attention_reference(q, k, v, s, causal, scale, ro, rl);
   EXPECT_LT(test::relative_error(d_o.download(), ro), tol);
-  if (!naive) EXPECT_LT(test::relative_error(dl.download(), rl), tol);
+  if (!naive) {
+    EXPECT_LT(test::relative_error(dl.download(), rl), tol);
+  }
 }
 
 TEST_F(MatrixGpu, AttentionEveryModeMatchesFloat64) {
