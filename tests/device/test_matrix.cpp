@@ -72,6 +72,29 @@ TEST_F(MatrixGpu, MatmulMatchesFloat64) {
     }
 }
 
+// Every stage count gives the same bits: the copies move data, the arithmetic is the same.
+TEST_F(MatrixGpu, StageCountsAgree) {
+  const std::int64_t M = 200, N = 136, K = 300;
+  const std::uint64_t seed = fresh_seed();
+  auto a = test::random_matrix<bfloat16>(M * K, seed), b = test::random_matrix<bfloat16>(K * N, seed + 1);
+  auto bias = test::random_matrix<bfloat16>(N, seed + 2);
+  DeviceBuffer<bfloat16> da(a), db(b), dbias(bias);
+  std::vector<std::vector<bfloat16>> results;
+  for (int stages : {1, 2, 3, 4}) {
+    KernelOptions o;
+    o.num_warps = 4;
+    o.num_stages = stages;
+    Kernel<&kernels::matmul_program<tl::bf16, 64, 64, 32, kernels::MatmulEpilogue::gelu>> k("matmul_stages", o);
+    DeviceBuffer<bfloat16> c(std::vector<bfloat16>(M * N, bfloat16(NAN)));
+    k.launch({((M + 63) / 64) * ((N + 63) / 64)}, da, db, dbias, c, M, N, K);
+    results.push_back(c.download());
+  }
+  EXPECT_LT(test::relative_error(results[0], test::matmul_reference(a, b, bias, M, N, K, kernels::MatmulEpilogue::gelu)), 1e-2);
+  for (std::size_t s = 1; s < results.size(); ++s)
+    for (std::size_t i = 0; i < results[0].size(); ++i)
+      ASSERT_EQ(float(results[s][i]), float(results[0][i])) << "stages " << s + 1 << " element " << i;
+}
+
 TEST_F(MatrixGpu, TwoDimensionalOpsMatchTheInterpreter) {
   Kernel<&test::matrix_ops_program> k("matrix_ops", KernelOptions{4});
   const std::uint64_t seed = fresh_seed();

@@ -9,6 +9,7 @@
 #include "backend/ir/ir.hpp"
 #include "dsl/tl.hpp"
 #include "kernels/attention/programs.hpp"
+#include "kernels/matmul/programs.hpp"
 #include "tests/common/matrix_check.hpp"
 
 namespace tl = tilefuse::tl;
@@ -137,6 +138,32 @@ TEST(Matrix, KernelsCompileForSm90) {
   expect_compiles<&kernels::attention_program<tl::f16, 128, 64, 64, true>>("attention_causal", 4);
   expect_compiles<&kernels::matmul_program<tl::bf16, 128, 128, 64, kernels::MatmulEpilogue::gelu>>("matmul_gelu", 4);
   expect_compiles<&test::matrix_ops_program>("matrix_ops", 4);
+}
+
+// Loads that feed a loop's dots are copied a stage ahead (num_stages 2, the default), in place with 1;
+// either way the interpreter's answer is the program's, and a stage count out of range is an error.
+TEST(Matrix, PipelinedCopiesFollowNumStages) {
+  using Program = kernels::MatmulEpilogue;
+  auto source = [](int stages) {
+    KernelOptions o;
+    o.num_warps = 4;
+    o.num_stages = stages;
+    Kernel<&kernels::matmul_program<tl::bf16, 64, 64, 32, Program::none>> k("matmul_stages", o);
+    return k.program().cuda_source(k.program().default_specialization());
+  };
+  const std::string one = source(1), two = source(2), three = source(3);
+  EXPECT_EQ(one.find("copied ahead"), std::string::npos);
+  EXPECT_NE(two.find("copied ahead"), std::string::npos);
+  EXPECT_NE(two.find("tf_stage0 ^ 1"), std::string::npos);
+  EXPECT_NE(three.find("% 3"), std::string::npos);
+  KernelOptions bad;
+  bad.num_stages = 5;
+  try {
+    Kernel<&kernels::matmul_program<tl::bf16, 64, 64, 32, Program::none>> k("matmul_bad", bad);
+    FAIL() << "num_stages 5 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("num_stages must be from 1 to 4, got 5"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Matrix, TooLargeTilesSayWhatToShrink) {
