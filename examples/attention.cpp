@@ -10,7 +10,9 @@
 
 #include "backend/driver/driver.hpp"
 #include "bench/measure.hpp"
-#include "tests/common/matrix_check.hpp"
+#include "kernels/attention/attention.hpp"
+#include "kernels/matrix_reference.hpp"
+#include "kernels/reference.hpp"
 
 using namespace tilefuse;
 
@@ -25,10 +27,10 @@ std::pair<double, double> check_head0(const std::vector<H>& q, const std::vector
   const std::vector<H> q0(q.begin(), q.begin() + n), k0(k.begin(), k.begin() + n), v0(v.begin(), v.begin() + n),
       o0(o.begin(), o.begin() + n);
   std::vector<double> ro, rl;
-  test::attention_reference(q0, k0, v0, {1, 1, s.seq, s.head_dim}, causal, scale, ro, rl);
+  reference::attention(q0, k0, v0, 1, s.seq, s.head_dim, causal, scale, ro, rl);
   double el = 0;
-  if (lse) el = test::relative_error(std::vector<float>(lse->begin(), lse->begin() + s.seq), rl);
-  return {test::relative_error(o0, ro), el};
+  if (lse) el = reference::max_relative_error(std::vector<float>(lse->begin(), lse->begin() + s.seq), rl);
+  return {reference::max_relative_error(o0, ro), el};
 }
 
 template <class H>
@@ -38,7 +40,7 @@ int run(kernels::AttentionShape s, bool causal, int runs, const char* dtype) {
   if (!gpu) s = {1, 2, std::min<std::int64_t>(s.seq, 96), s.head_dim};
   const std::size_t n = static_cast<std::size_t>(s.batch * s.heads * s.seq * s.head_dim);
   const auto seed = std::random_device{}();
-  auto q = test::random_matrix<H>(n, seed), k = test::random_matrix<H>(n, seed + 1), v = test::random_matrix<H>(n, seed + 2);
+  auto q = reference::random_vector<H>(n, seed), k = reference::random_vector<H>(n, seed + 1), v = reference::random_vector<H>(n, seed + 2);
   const float scale = 1.0f / std::sqrt(float(s.head_dim));
   const double flops = kernels::attention_flops(s, causal);
   const double n2 = double(s.batch) * s.heads * s.seq * s.seq;

@@ -9,7 +9,9 @@
 
 #include "backend/driver/driver.hpp"
 #include "bench/measure.hpp"
-#include "tests/common/matrix_check.hpp"
+#include "kernels/matmul/matmul.hpp"
+#include "kernels/matrix_reference.hpp"
+#include "kernels/reference.hpp"
 
 using namespace tilefuse;
 
@@ -19,7 +21,7 @@ namespace {
 double check_rows(const std::vector<bfloat16>& a, const std::vector<bfloat16>& b, const std::vector<bfloat16>& bias,
                   const std::vector<bfloat16>& c, std::int64_t rows, std::int64_t N, std::int64_t K) {
   const std::vector<bfloat16> a0(a.begin(), a.begin() + rows * K), c0(c.begin(), c.begin() + rows * N);
-  return test::relative_error(c0, test::matmul_reference(a0, b, bias, rows, N, K, kernels::MatmulEpilogue::gelu));
+  return reference::max_relative_error(c0, reference::matmul(a0, b, bias, rows, N, K, true));
 }
 
 }  // namespace
@@ -40,8 +42,8 @@ int main(int argc, char** argv) {
     const bool gpu = !interpret_by_default() && driver::available(&why);
     if (!gpu) M = 70, N = 50, K = 40;
     const auto seed = std::random_device{}();
-    auto a = test::random_matrix<bfloat16>(M * K, seed), b = test::random_matrix<bfloat16>(K * N, seed + 1);
-    auto bias = test::random_matrix<bfloat16>(N, seed + 2);
+    auto a = reference::random_vector<bfloat16>(M * K, seed), b = reference::random_vector<bfloat16>(K * N, seed + 1);
+    auto bias = reference::random_vector<bfloat16>(N, seed + 2);
     std::printf("matmul %lldx%lldx%lld bf16, C = gelu(A B + bias)\n", (long long)M, (long long)N, (long long)K);
     if (!gpu) {
       std::vector<bfloat16> c(M * N);

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "backend/runtime/program.hpp"
+#include "kernels/matrix_options.hpp"
 #include "kernels/rows/operands.hpp"
 
 namespace tilefuse::kernels {
@@ -15,12 +16,6 @@ namespace tilefuse::kernels {
 /// The shape of an attention call.
 struct AttentionShape {
   std::int64_t batch = 1, heads = 1, seq = 1, head_dim = 64;
-};
-
-/// How an attention or matmul call runs; block sizes 0 are chosen per shape.
-struct MatrixOptions {
-  Backend backend = Backend::automatic;  ///< GPU, interpreter, or by TILEFUSE_INTERPRET
-  void* stream = nullptr;                ///< CUstream for GPU launches (null: the default stream)
 };
 
 namespace detail {

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 
-#include "kernels/attention/attention.hpp"
+#include "backend/runtime/program.hpp"
+#include "kernels/matrix_options.hpp"
+#include "kernels/rows/operands.hpp"
 #include "kernels/matmul/programs.hpp"
 
 namespace tilefuse::kernels {

@@ -51,7 +51,7 @@ TEST(Structure, TheDslAndTheKernelsReachTheDriverThroughTheRuntime) {
 }
 
 TEST(Structure, NoKernelFamilyIncludesAnother) {
-  const char* families[] = {"softmax", "layernorm", "epilogue"};
+  const char* families[] = {"softmax", "layernorm", "epilogue", "attention", "matmul"};
   for (const auto& s : sources({"kernels"}))
     for (const char* family : families) {
       const std::string own = std::string("kernels/") + family + "/";
