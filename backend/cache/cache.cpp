@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -164,10 +165,18 @@ std::shared_ptr<const nvrtc::Compiled> KernelCache::read_disk(const std::string&
   return out;
 }
 
+void KernelCache::disk_unusable(const std::string& why) {
+  if (disk_off_.exchange(true)) return;
+  std::fprintf(stderr, "tilefuse: the kernel cache directory %s cannot take entries (%s); compiled kernels are kept in memory "
+               "only (set TILEFUSE_CACHE_DIR to a writable directory, or TILEFUSE_DISABLE_DISK_CACHE=1)\n",
+               dir_->string().c_str(), why.c_str());
+}
+
 void KernelCache::write_disk(const std::string& key, const nvrtc::Compiled& c) {
-  if (!dir_) return;
+  if (!dir_ || disk_off_) return;
   std::error_code ec;
   std::filesystem::create_directories(*dir_, ec);
+  if (ec) return disk_unusable(ec.message());
   std::string data(kMagic, sizeof kMagic);
   put<std::uint32_t>(data, kFormatVersion);
   put_bytes(data, key);
@@ -182,17 +191,24 @@ void KernelCache::write_disk(const std::string& key, const nvrtc::Compiled& c) {
   std::random_device rd;
   const auto tmp = *dir_ / (key + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd()));
   {
+    // An unusable cache directory costs compile time, never correctness.
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return;  // an unwritable cache directory costs compile time, never correctness
+    if (!out) return disk_unusable(std::strerror(errno));
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    out.flush();
     if (!out) {
+      const std::string why = std::strerror(errno);
       std::filesystem::remove(tmp, ec);
-      return;
+      return disk_unusable(why);
     }
   }
   std::filesystem::rename(tmp, entry_path(key), ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-  else ++disk_writes_;
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    return disk_unusable(why);
+  }
+  ++disk_writes_;
 }
 
 }  // namespace tilefuse::cache

@@ -31,7 +31,8 @@ struct Counters {
 /// The cache. One process-wide instance serves all kernels; tests make their own.
 class KernelCache {
  public:
-  /// A cache writing under `dir` (no disk cache when empty).
+  /// A cache writing under `dir` (no disk cache when empty). A directory that cannot take entries (a file
+  /// in the way, no permission, a full disk) gets one warning on stderr, then the cache is memory-only.
   explicit KernelCache(std::optional<std::filesystem::path> dir);
   /// The process-wide cache: TILEFUSE_CACHE_DIR, else $XDG_CACHE_HOME/tilefuse, else ~/.cache/tilefuse;
   /// TILEFUSE_DISABLE_DISK_CACHE=1 keeps it in memory only.
@@ -52,11 +53,14 @@ class KernelCache {
  private:
   std::shared_ptr<const nvrtc::Compiled> read_disk(const std::string& key, const std::vector<std::string>& options);
   void write_disk(const std::string& key, const nvrtc::Compiled& compiled);
+  /// The directory cannot take entries: one warning on stderr naming it and why, then memory only.
+  void disk_unusable(const std::string& why);
 
   std::optional<std::filesystem::path> dir_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const nvrtc::Compiled>> memory_;
   std::atomic<std::uint64_t> memory_hits_{0}, disk_hits_{0}, compiles_{0}, corrupt_{0}, disk_writes_{0};
+  std::atomic<bool> disk_off_{false};  // set after the first failed write (and its warning)
 };
 
 }  // namespace tilefuse::cache

@@ -73,12 +73,18 @@ void Program::write(const ir::Instr& in, int base, std::int64_t off, DType t, do
     case DType::i1: break;
   }
 }
+// Whether a load or store carries a mask (stage copies: the same operand positions).
+bool Program::masked(const ir::Instr& in) const {
+  const std::size_t mask_at = in.op == Op::store || in.op == Op::stage_copy || in.op == Op::stage_store ? 2 : 1;
+  return in.args.size() > mask_at;
+}
+
 const HostArg& Program::check_access(const ir::Instr& in, int base, std::int64_t off, const char* what) const {
   const HostArg& a = args_[base];
   if (off < 0 || static_cast<std::size_t>(off) >= a.count)
     fail(in, std::string(what) + " through argument " + std::to_string(base) + " (" + fn_.params[base].name +
-                 ") at element " + std::to_string(off) + ", outside its " + std::to_string(a.count) +
-                 " elements (the mask let it through)");
+                 ") at element " + std::to_string(off) + ", outside its " + std::to_string(a.count) + " elements" +
+                 (masked(in) ? " (the mask let it through)" : " (the access has no mask)"));
   return a;
 }
 

@@ -93,6 +93,7 @@ class Program {
   std::int64_t read_int(const ir::Instr& in, int base, std::int64_t off, DType t) const;
   void write(const ir::Instr& in, int base, std::int64_t off, DType t, double f, std::int64_t i) const;
   const HostArg& check_access(const ir::Instr& in, int base, std::int64_t off, const char* what) const;
+  bool masked(const ir::Instr& in) const;
   void run_block(const std::vector<ir::Instr>& block);
   void run_loop(const ir::Instr& in);
   void step(const ir::Instr& in);

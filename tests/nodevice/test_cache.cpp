@@ -46,6 +46,24 @@ TEST_F(Cache, CountsMissesAndHits) {
   EXPECT_EQ(d->log, a->log);
 }
 
+// A file where the directory should be: one warning naming the directory and why, then memory only.
+TEST_F(Cache, UnusableDirectoryWarnsOnceAndKeepsWorking) {
+  { std::ofstream(dir_) << "in the way"; }
+  const fs::path inside = dir_ / "cache";
+  cache::KernelCache c(inside);
+  ::testing::internal::CaptureStderr();
+  auto a = c.get(kSource, "k", options_);
+  auto b = c.get(std::string(kSource) + "// another\n", "k", options_);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(a && b && !a->cubin.empty());
+  EXPECT_NE(err.find("tilefuse: the kernel cache directory " + inside.string() + " cannot take entries"), std::string::npos) << err;
+  EXPECT_NE(err.find("kept in memory only"), std::string::npos) << err;
+  EXPECT_EQ(err.find("cannot take entries", err.find("cannot take entries") + 1), std::string::npos) << "warned twice:\n" << err;
+  EXPECT_EQ(c.counters().disk_writes, 0u);
+  EXPECT_EQ(c.counters().compiles, 2u);
+  fs::remove(dir_);
+}
+
 TEST_F(Cache, SecondCacheOnTheSameDirectoryReadsTheDisk) {
   { cache::KernelCache(dir_).get(kSource, "k", options_); }
   cache::KernelCache c(dir_);

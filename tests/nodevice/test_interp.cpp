@@ -88,6 +88,7 @@ void out_of_bounds(tl::Ptr<tl::f32> x, tl::Scalar<tl::i32> n) {
   tl::store(x + i, tl::cast<tl::f32>(i), i < n);  // n > the buffer: the mask lets a bad element through
 }
 void divide(tl::Ptr<tl::i32> x, tl::Scalar<tl::i32> d) { tl::store(x, tl::load(x) / d); }
+void unmasked_out_of_bounds(tl::Ptr<tl::f32> x) { tl::store(x + tl::arange<16>(), tl::load(x + tl::arange<16>()) * 2.0f); }
 }  // namespace
 
 TEST(Interp, OutOfBoundsAccessIsAnError) {
@@ -101,6 +102,17 @@ TEST(Interp, OutOfBoundsAccessIsAnError) {
     EXPECT_NE(what.find("kernel 'oob'"), std::string::npos) << what;
     EXPECT_NE(what.find("argument 0 (x)"), std::string::npos) << what;
     EXPECT_NE(what.find("element 10"), std::string::npos) << what;
+    EXPECT_NE(what.find("(the mask let it through)"), std::string::npos) << what;
+  }
+  Kernel<&unmasked_out_of_bounds> u("oob_unmasked", {.num_warps = 1, .param_names = {"x"}});
+  try {
+    u.launch({{1}, Backend::interpreter}, x);
+    FAIL() << "expected an error";
+  } catch (const interp::InterpreterError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("element 10"), std::string::npos) << what;
+    EXPECT_NE(what.find("(the access has no mask)"), std::string::npos) << what;
+    EXPECT_EQ(what.find("mask let it through"), std::string::npos) << what;
   }
   std::vector<float> ok(16);
   EXPECT_NO_THROW(k.launch({{1}, Backend::interpreter}, ok, 16));
