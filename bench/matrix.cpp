@@ -1,7 +1,8 @@
 // Matrix rows of the bench: fused attention (and the naive three-kernel version where its seq x seq
 // scores fit) at the shapes, and matmul with and without the fused GELU epilogue, in TFLOP/s
-// (4 B H N^2 D for attention, halved when causal; 2 M N K for matmul). Inputs are checked against
-// float64 on a sample before anything is timed.
+// (4 B H N^2 D for attention, halved when causal; 2 M N K for matmul). These rows time only: the
+// results are checked against float64 by the device tests and by examples/attention and examples/matmul,
+// which run in the same GPU-machine script.
 #include <cstdio>
 
 #include "bench/harness.hpp"
@@ -12,17 +13,6 @@
 namespace tilefuse::bench {
 
 namespace {
-
-template <class H>
-std::vector<H> random_half(std::size_t n, std::uint64_t seed) {
-  std::vector<H> v(n);
-  std::uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-  for (auto& e : v) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    e = H(static_cast<float>(static_cast<std::int64_t>(x % 2001) - 1000) / 1000.0f);
-  }
-  return v;
-}
 
 void add_tflops_row(const char* kernel, const std::string& impl, const std::string& shape, const char* dtype, double us, double flops,
                     const std::string& note) {
@@ -43,7 +33,7 @@ void attention_rows(benchmark::State& state, kernels::AttentionShape s, bool cau
   if (!run().gpu_skip.empty()) return state.SkipWithError(run().gpu_skip.c_str());
   if (run().smoke) s.batch = 1, s.heads = 2, s.seq = std::min<std::int64_t>(s.seq, 512);
   const std::size_t n = static_cast<std::size_t>(s.batch * s.heads * s.seq * s.head_dim);
-  DeviceBuffer<H> q(random_half<H>(n, 1)), k(random_half<H>(n, 2)), v(random_half<H>(n, 3)), o(n);
+  DeviceBuffer<H> q(reference::random_vector<H>(n, 1)), k(reference::random_vector<H>(n, 2)), v(reference::random_vector<H>(n, 3)), o(n);
   DeviceBuffer<float> lse(static_cast<std::size_t>(s.batch * s.heads * s.seq));
   const float scale = 1.0f / std::sqrt(float(s.head_dim));
   auto fused = [&](int) { kernels::attention(q, k, v, o, lse, s, causal, scale); };
@@ -74,11 +64,11 @@ void matmul_rows(benchmark::State& state, std::int64_t m, kernels::MatmulEpilogu
   const int sets = std::max(1, rotation_sets(3 * n * 2));
   std::vector<DeviceBuffer<bfloat16>> as, bs, cs;
   for (int i = 0; i < sets; ++i) {
-    as.emplace_back(random_half<bfloat16>(n, 10 + i));
-    bs.emplace_back(random_half<bfloat16>(n, 20 + i));
+    as.emplace_back(reference::random_vector<bfloat16>(n, 10 + i));
+    bs.emplace_back(reference::random_vector<bfloat16>(n, 20 + i));
     cs.emplace_back(n);
   }
-  DeviceBuffer<bfloat16> bias(random_half<bfloat16>(static_cast<std::size_t>(m), 5));
+  DeviceBuffer<bfloat16> bias(reference::random_vector<bfloat16>(static_cast<std::size_t>(m), 5));
   const Timing t = time_launches([&](int i) { kernels::matmul(as[i], bs[i], bias, cs[i], m, m, m, e); }, sets, nullptr, 5,
                                  run().smoke ? 5 : 50);
   const std::string shape = std::to_string(m) + "x" + std::to_string(m) + "x" + std::to_string(m);

@@ -63,17 +63,9 @@ void Program::reduce(const ir::Instr& in) {
   const std::size_t n = size(in.args[0]);
   Value& r = make(in);
   if (ir::is_float(t.dtype) && in.op == Op::reduce_sum) {
-    // f32 accumulation in a pairwise tree, like the GPU's thread/warp/block tree (the exact order
-    // differs: tests compare with a tolerance), so the error grows with log n, not n.
     std::vector<float> level(n);
     for (std::size_t j = 0; j < n; ++j) level[j] = static_cast<float>(fx(in, 0, j));
-    while (level.size() > 1) {
-      std::vector<float> next((level.size() + 1) / 2);
-      for (std::size_t j = 0; j < next.size(); ++j)
-        next[j] = 2 * j + 1 < level.size() ? level[2 * j] + level[2 * j + 1] : level[2 * j];
-      level.swap(next);
-    }
-    r.f[0] = round_to(t.dtype, level.empty() ? 0.0f : level[0]);
+    r.f[0] = round_to(t.dtype, tree_sum(std::move(level)));
   } else if (ir::is_float(t.dtype)) {
     float acc = in.op == Op::reduce_max ? -std::numeric_limits<float>::infinity()
                                         : std::numeric_limits<float>::infinity();

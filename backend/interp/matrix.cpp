@@ -12,22 +12,12 @@ namespace {
 std::int64_t rows_of(const ir::ValueType& t) { return t.rank == 2 ? t.dims[0] : 1; }
 std::int64_t cols_of(const ir::ValueType& t) { return t.rank == 2 ? t.dims[1] : t.dims[0]; }
 
-// Sum of `v` in f32 by a pairwise tree (as reduce() sums 1D tiles).
-float tree_sum(std::vector<float> level) {
-  while (level.size() > 1) {
-    std::vector<float> next((level.size() + 1) / 2);
-    for (std::size_t j = 0; j < next.size(); ++j) next[j] = 2 * j + 1 < level.size() ? level[2 * j] + level[2 * j + 1] : level[2 * j];
-    level.swap(next);
-  }
-  return level.empty() ? 0.0f : level[0];
-}
-
 }  // namespace
 
 void Program::shape(const ir::Instr& in) {
   const ir::ValueType& t = type(in.result);
   const ir::ValueType& x = type(in.args[0]);
-  const Value src = arg(in, 0);  // (a copy: the result may reuse nothing of it, but stays simple)
+  const Value& src = arg(in, 0);  // (SSA: the result is another value, so make() leaves it as it is)
   Value& r = make(in);
   r.base = src.base;
   const std::int64_t R = rows_of(t), C = cols_of(t);

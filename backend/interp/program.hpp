@@ -42,6 +42,18 @@ inline std::int64_t wrap(DType t, std::int64_t x) {
   return x;
 }
 
+// Sum of `level` in f32 by a pairwise tree, like the GPU's thread/warp/block tree (the exact order differs:
+// tests compare with a tolerance), so the error grows with log n, not n. Shared by the 1D reductions and
+// the reductions along an axis.
+inline float tree_sum(std::vector<float> level) {
+  while (level.size() > 1) {
+    std::vector<float> next((level.size() + 1) / 2);
+    for (std::size_t j = 0; j < next.size(); ++j) next[j] = 2 * j + 1 < level.size() ? level[2 * j] + level[2 * j + 1] : level[2 * j];
+    level.swap(next);
+  }
+  return level.empty() ? 0.0f : level[0];
+}
+
 // Float to integer as cvt.rzi does: truncate, saturate, NaN to 0.
 inline std::int64_t float_to_int(DType to, double x) {
   if (std::isnan(x)) return 0;

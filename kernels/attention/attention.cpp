@@ -2,28 +2,15 @@
 // fused program and of the three naive ones, for f16 and bf16, head_dim 64 and 128, causal or not.
 #include "kernels/attention/attention.hpp"
 
-#include <map>
-#include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/attention/programs.hpp"
+#include "kernels/matrix_launch.hpp"
 
 namespace tilefuse::kernels {
 
 namespace {
-
-// The kernel of program Fn with `warps` warps, traced on first use.
-template <auto Fn>
-Program& program_of(const char* name, int warps, std::initializer_list<std::string> params) {
-  static std::mutex mutex;
-  static std::map<int, std::unique_ptr<Kernel<Fn>>> kernels;
-  const std::lock_guard lock(mutex);
-  auto& k = kernels[warps];
-  if (!k) k = std::make_unique<Kernel<Fn>>(name, KernelOptions{warps, std::vector<std::string>(params)});
-  return k->program();
-}
 
 void check_buffer(const char* entry, const char* name, const Arg& a, std::int64_t count, bool f32) {
   const bool ok_dtype = f32 ? a.dtype == ir::DType::f32 : (a.dtype == ir::DType::f16 || a.dtype == ir::DType::bf16);
@@ -86,7 +73,7 @@ void detail::attention(const AttentionArgs& a, const MatrixOptions& opt) {
     with_head_dim(s.head_dim, [&]<int D>() {
       constexpr int warps = 4;
       auto run = [&]<bool C>() {
-        program_of<&attention_program<T, BM, BN, D, C>>(C ? "attention_causal" : "attention", warps,
+        matrix_program<&attention_program<T, BM, BN, D, C>>(C ? "attention_causal" : "attention", warps,
                                                          {"q", "k", "v", "o", "lse", "seq", "scale_log2"})
             .launch(config, args);
       };
@@ -109,22 +96,22 @@ void detail::attention_naive(const AttentionArgs& a, const Arg& scores, const Ar
   with_half(a.q.dtype, [&]<class T>() {
     with_head_dim(s.head_dim, [&]<int D>() {
       const Grid tiles((s.seq + BM - 1) / BM, (s.seq + BN - 1) / BN, s.batch * s.heads);
-      program_of<&attention_scores_program<T, BM, BN, D>>("attention_scores", 8, {"q", "k", "s", "seq", "scale"})
+      matrix_program<&attention_scores_program<T, BM, BN, D>>("attention_scores", 8, {"q", "k", "s", "seq", "scale"})
           .launch(LaunchConfig(tiles, opt.backend, opt.stream), std::array{a.q, a.k, scores, seq, Arg::of_f32(a.scale)});
       const LaunchConfig rows(Grid(s.batch * s.heads * s.seq), opt.backend, opt.stream);
       auto softmax = [&]<int BLOCK>() {
         const std::array args{scores, probs, seq};
         if (a.causal)
-          program_of<&attention_softmax_program<T, BLOCK, true>>("attention_softmax_causal", BLOCK >= 4096 ? 16 : 4, {"s", "p", "seq"})
+          matrix_program<&attention_softmax_program<T, BLOCK, true>>("attention_softmax_causal", BLOCK >= 4096 ? 16 : 4, {"s", "p", "seq"})
               .launch(rows, args);
         else
-          program_of<&attention_softmax_program<T, BLOCK, false>>("attention_softmax", BLOCK >= 4096 ? 16 : 4, {"s", "p", "seq"})
+          matrix_program<&attention_softmax_program<T, BLOCK, false>>("attention_softmax", BLOCK >= 4096 ? 16 : 4, {"s", "p", "seq"})
               .launch(rows, args);
       };
       if (s.seq <= 1024) softmax.template operator()<1024>();
       else if (s.seq <= 4096) softmax.template operator()<4096>();
       else softmax.template operator()<16384>();
-      program_of<&attention_pv_program<T, BM, BN, D>>("attention_pv", 8, {"p", "v", "o", "seq"})
+      matrix_program<&attention_pv_program<T, BM, BN, D>>("attention_pv", 8, {"p", "v", "o", "seq"})
           .launch(LaunchConfig(Grid((s.seq + BM - 1) / BM, s.batch * s.heads), opt.backend, opt.stream), std::array{probs, a.v, a.o, seq});
     });
   });

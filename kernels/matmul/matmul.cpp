@@ -3,24 +3,14 @@
 // stages of copies (the fastest of the block shapes measured on the H200: bench/NOTES.md).
 #include "kernels/matmul/matmul.hpp"
 
-#include <map>
-#include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
+
+#include "kernels/matrix_launch.hpp"
 
 namespace tilefuse::kernels {
 
 namespace {
-
-template <auto Fn>
-Program& matmul_kernel(const char* name, int warps) {
-  static std::mutex mutex;
-  static std::unique_ptr<Kernel<Fn>> kernel;
-  const std::lock_guard lock(mutex);
-  if (!kernel) kernel = std::make_unique<Kernel<Fn>>(name, KernelOptions{warps, {"a", "b", "bias", "c", "M", "N", "K"}});
-  return kernel->program();
-}
 
 void check(const char* name, const Arg& x, std::int64_t count, ir::DType dtype) {
   if (x.dtype != dtype)
@@ -53,9 +43,9 @@ void detail::matmul(const MatmulArgs& x, const MatrixOptions& opt) {
                         Arg::of_i32(static_cast<std::int32_t>(x.k))};
   auto run = [&]<class T>() {
     if (x.epilogue == MatmulEpilogue::gelu)
-      matmul_kernel<&matmul_program<T, BM, BN, BK, MatmulEpilogue::gelu>>("matmul_gelu", warps).launch(config, args);
+      matrix_program<&matmul_program<T, BM, BN, BK, MatmulEpilogue::gelu>>("matmul_gelu", warps, {"a", "b", "bias", "c", "M", "N", "K"}).launch(config, args);
     else
-      matmul_kernel<&matmul_program<T, BM, BN, BK, MatmulEpilogue::none>>("matmul", warps).launch(config, args);
+      matrix_program<&matmul_program<T, BM, BN, BK, MatmulEpilogue::none>>("matmul", warps, {"a", "b", "bias", "c", "M", "N", "K"}).launch(config, args);
   };
   if (x.a.dtype == ir::DType::f16) run.template operator()<tl::f16>();
   else run.template operator()<tl::bf16>();

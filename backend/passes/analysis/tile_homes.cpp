@@ -23,11 +23,7 @@ class TilePlanner {
     a_.home.assign(fn_.values.size(), TileHome{});
     count_uses(fn_.body);
     ir::walk(fn_.body, [&](const ir::Instr& in) { split_rows_ = split_rows_ || ir::is_axis_reduction(in.op); });
-    block(fn_.body);
-    // Loop values no iteration decided (carried constants): blocked.
-    for (std::size_t v = 0; v < fn_.values.size(); ++v)
-      if (a_.home[v].where == Where::registers && a_.home[v].layout.reg.empty() && a_.home[v].layout.lane.empty())
-        a_.home[v].layout = default_layout(fn_.values[v], warps_);
+    block(fn_.body);  // (loop() gives what no iteration decided the blocked layout)
   }
 
  private:
