@@ -10,7 +10,11 @@ mkdir -p "$out"
 export TILEFUSE_CACHE_DIR=$PWD/build-gpu/kernel-cache
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; date -u; } 2>&1 | tee "$out/device.txt"
 status=0
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/build.log" 2>&1 &&
+# LibTorch (for examples/torch_tensors) from the Python package when there is one; the DLPack header from
+# $DLPACK_INCLUDE_DIR when the system has none (Debian/Ubuntu: libdlpack-dev).
+torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release ${torch_prefix:+-DCMAKE_PREFIX_PATH=$torch_prefix} \
+  ${DLPACK_INCLUDE_DIR:+-DTILEFUSE_DLPACK_INCLUDE_DIR=$DLPACK_INCLUDE_DIR} > "$out/build.log" 2>&1 &&
   cmake --build build-gpu -j 16 >> "$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
 echo "== build ok"
 ctest --test-dir build-gpu --output-on-failure -j 4 -E "bench_smoke|example_softmax" > "$out/ctest.log" 2>&1 || status=1

@@ -24,7 +24,8 @@ struct i32 { static constexpr ir::DType id = ir::DType::i32; };
 struct i64 { static constexpr ir::DType id = ir::DType::i64; };
 /// Booleans: the masks that comparisons give.
 struct i1 { static constexpr ir::DType id = ir::DType::i1; };
-/// Pointer to elements of dtype T in device (or, for the interpreter, host) memory.
+/// Pointer to elements of dtype T in device (or, for the interpreter, host) memory; ptr<const T> is
+/// read-only: programs load through it and a store through it is a compile-time error.
 template <class T> struct ptr { using pointee = T; static constexpr ir::DType id = T::id; };
 
 /// The dtype table: each element tag with the host type that holds one element in memory.

@@ -3,9 +3,11 @@
 // and converted to plain runtime arguments.
 #pragma once
 
+#include <array>
 #include <boost/hana.hpp>
 #include <limits>
 #include <memory>
+#include <ostream>
 #include <span>
 #include <string>
 #include <tuple>
@@ -31,32 +33,58 @@ template <class... P> struct signature<void (*)(P...)> {
   static constexpr std::size_t arity = sizeof...(P);
 };
 
-/// Whether P may be a kernel parameter: a pointer to a storable dtype, or an i32, i64 or f32 scalar.
+/// Whether P may be a kernel parameter: a pointer (read-only or not) to a storable dtype, or an i32, i64
+/// or f32 scalar.
 template <class P> struct valid_param : std::false_type {};
-template <class T> struct valid_param<tl::Ptr<T>> : std::bool_constant<tl::is_storable<T>> {};
+template <class T> struct valid_param<tl::Ptr<T>> : std::bool_constant<tl::is_storable<std::remove_const_t<T>>> {};
 template <> struct valid_param<tl::Scalar<tl::i32>> : std::true_type {};
 template <> struct valid_param<tl::Scalar<tl::i64>> : std::true_type {};
 template <> struct valid_param<tl::Scalar<tl::f32>> : std::true_type {};
 
-template <class A> struct host_memory_of { using type = void; };
-template <class H> struct host_memory_of<std::span<H>> { using type = H; };
-template <class H> struct host_memory_of<std::vector<H>> { using type = H; };
-template <class A> struct device_memory_of { using type = void; };
-template <class H> struct device_memory_of<DeviceBuffer<H>> { using type = H; };
+/// What a launch argument of C++ type A (as deduced by a forwarding reference) is as memory: the host
+/// element type H (void when A is not memory), whether it is device memory, and whether it is read-only
+/// (const memory: `const std::vector<H>&`, `std::span<const H>`, `DeviceView<const H>`, `const DeviceBuffer<H>&`).
+template <class X> struct memory_kind { using element = void; static constexpr bool device = false, readonly = false; };
+template <class H> struct memory_kind<std::span<H>> {
+  using element = std::remove_const_t<H>;
+  static constexpr bool device = false, readonly = std::is_const_v<H>;
+};
+template <class H> struct memory_kind<std::vector<H>> { using element = H; static constexpr bool device = false, readonly = false; };
+template <class H> struct memory_kind<DeviceBuffer<H>> { using element = H; static constexpr bool device = true, readonly = false; };
+template <class H> struct memory_kind<DeviceView<H>> {
+  using element = std::remove_const_t<H>;
+  static constexpr bool device = true, readonly = std::is_const_v<H>;
+};
+template <class A> struct memory_of : memory_kind<std::remove_cvref_t<A>> {
+  /// Owning containers passed as const (a const vector, a const DeviceBuffer) are read-only too.
+  static constexpr bool readonly = memory_kind<std::remove_cvref_t<A>>::readonly ||
+                                   ((std::is_same_v<std::remove_cvref_t<A>, std::vector<typename memory_kind<std::remove_cvref_t<A>>::element>> ||
+                                     std::is_same_v<std::remove_cvref_t<A>, DeviceBuffer<typename memory_kind<std::remove_cvref_t<A>>::element>>) &&
+                                    std::is_const_v<std::remove_reference_t<A>>);
+};
 
-/// Whether a launch argument of C++ type A may be passed for kernel parameter P.
+/// Whether a launch argument of C++ type A has the right kind and element type for kernel parameter P
+/// (const-ness aside: see writable_ok).
 template <class P, class A>
 constexpr bool accepts() {
   using X = std::remove_cvref_t<A>;
   if constexpr (tl::is_ptr_tag<typename P::dtype>::value) {
-    using H = tl::host_type_t<typename P::dtype::pointee>;
-    return std::is_same_v<typename device_memory_of<X>::type, H> ||
-           (std::is_same_v<typename host_memory_of<X>::type, H> && !std::is_const_v<std::remove_reference_t<A>>);
+    using H = tl::host_type_t<std::remove_const_t<typename P::dtype::pointee>>;
+    return std::is_same_v<typename memory_of<A>::element, H>;
   } else if constexpr (std::is_same_v<typename P::dtype, tl::f32>) {
     return std::is_floating_point_v<X>;
   } else {
     return std::is_integral_v<X> && !std::is_same_v<X, bool>;
   }
+}
+
+/// False only when read-only memory is passed for a pointer parameter the program may store through.
+template <class P, class A>
+constexpr bool writable_ok() {
+  if constexpr (tl::is_ptr_tag<typename P::dtype>::value)
+    return std::is_const_v<typename P::dtype::pointee> || !memory_of<A>::readonly;
+  else
+    return true;
 }
 
 }  // namespace detail
@@ -78,27 +106,36 @@ class Kernel {
   explicit Kernel(std::string name, KernelOptions options = {})
       : program_(std::make_shared<Program>(trace(std::move(name), options), options)) {}
 
-  /// Runs the program over `config.grid` with `args`, one per kernel parameter: DeviceBuffer<H> or (for the
-  /// interpreter) std::span<H> / std::vector<H>& for tl::Ptr<T> with H the host type of T; integers for
-  /// i32/i64 scalars; floats for f32 scalars.
+  /// Runs the program over `config.grid` with `args`, one per kernel parameter: for tl::Ptr<T>, with H the
+  /// host type of T, DeviceBuffer<H> or DeviceView<H> (GPU or interpreter) or std::span<H> / std::vector<H>
+  /// (interpreter); for tl::Ptr<const T> also their read-only forms (const, span<const H>, DeviceView<const
+  /// H>); integers for i32/i64 scalars; floats for f32 scalars.
   template <class... A>
   void launch(const LaunchConfig& config, A&&... args) {
-    static_assert(sizeof...(A) == Sig::arity,
-                  "tilefuse: launch got a different number of arguments than the kernel has parameters.");
-    if constexpr (sizeof...(A) == Sig::arity) {  // (no follow-on errors after a wrong count)
-      namespace hana = boost::hana;
-      hana::for_each(hana::zip(Sig::params, hana::tuple_t<A...>), [](auto pair) {
-        using P = typename decltype(+hana::at_c<0>(pair))::type;
-        using X = typename decltype(+hana::at_c<1>(pair))::type;
-        static_assert(detail::accepts<P, X>(),
-                      "tilefuse: a launch argument does not match its kernel parameter: pointers take "
-                      "DeviceBuffer<H> or std::span<H> of the parameter's element type, i32/i64 take integers, "
-                      "f32 takes floats (see the parameter P and argument X in this instantiation).");
-      });
-      std::array<Arg, sizeof...(A)> packed;
-      pack(packed, std::index_sequence_for<A...>{}, std::forward<A>(args)...);
+    if constexpr (arguments_match<A...>()) {  // (no follow-on errors after a mismatch)
+      const auto packed = pack(std::index_sequence_for<A...>{}, std::forward<A>(args)...);
       program_->launch(config, std::span<const Arg>(packed.data(), packed.size()));
     }
+  }
+
+  /// The GPU kernel a launch with these arguments would run, without running it (see Program::inspect):
+  /// its specialization key, IR, CUDA, PTX, registers and spills, and whether and why it would compile.
+  /// `arch` empty: the GPU's, or sm_90 without one.
+  template <class... A>
+  Inspection inspect(const LaunchConfig& config, A&&... args) const {
+    if constexpr (arguments_match<A...>()) {
+      const auto packed = pack(std::index_sequence_for<A...>{}, std::forward<A>(args)...);
+      return program_->inspect(config, std::span<const Arg>(packed.data(), packed.size()));
+    } else {
+      return {};
+    }
+  }
+  /// inspect(), also printing the inspection to `os`.
+  template <class... A>
+  Inspection inspect(std::ostream& os, const LaunchConfig& config, A&&... args) const {
+    Inspection out = inspect(config, std::forward<A>(args)...);
+    os << out.text();
+    return out;
   }
 
   /// The traced, optimized program (IR, generated source, compile reports).
@@ -107,6 +144,34 @@ class Kernel {
   const Program& program() const { return *program_; }
 
  private:
+  // Checks every launch argument against its parameter at compile time, each mismatch with its sentence.
+  template <class... A>
+  static constexpr bool arguments_match() {
+    static_assert(sizeof...(A) == Sig::arity,
+                  "tilefuse: launch got a different number of arguments than the kernel has parameters.");
+    if constexpr (sizeof...(A) != Sig::arity) {
+      return false;
+    } else {
+      namespace hana = boost::hana;
+      // Every argument is checked (transform, not a short-circuiting all_of) so each mismatch gets its sentence.
+      constexpr auto matches = hana::transform(hana::zip(Sig::params, hana::tuple_t<A...>), [](auto pair) {
+        using P = typename decltype(+hana::at_c<0>(pair))::type;
+        using X = typename decltype(+hana::at_c<1>(pair))::type;
+        static_assert(detail::accepts<P, X>(),
+                      "tilefuse: a launch argument does not match its kernel parameter: pointers take "
+                      "DeviceBuffer<H>, DeviceView<H>, std::span<H> or std::vector<H> of the parameter's element type "
+                      "H, i32/i64 take integers, f32 takes floats (see the parameter P and argument X in this "
+                      "instantiation).");
+        static_assert(!detail::accepts<P, X>() || detail::writable_ok<P, X>(),
+                      "tilefuse: read-only memory (const, std::span<const H>, DeviceView<const H>) passed for a "
+                      "kernel parameter declared tl::Ptr<T>, which the program may store through; declare the "
+                      "parameter tl::Ptr<const T> if the program only loads from it.");
+        return hana::bool_c<detail::accepts<P, X>() && detail::writable_ok<P, X>()>;
+      });
+      return decltype(hana::all(matches))::value;
+    }
+  }
+
   static ir::Function trace(std::string name, const KernelOptions& options) {
     ir::Function fn;
     fn.name = std::move(name);
@@ -148,24 +213,26 @@ class Kernel {
   }
 
   template <std::size_t... I, class... A>
-  void pack(std::array<Arg, sizeof...(A)>& out, std::index_sequence<I...>, A&&... args) {
+  std::array<Arg, sizeof...(A)> pack(std::index_sequence<I...>, A&&... args) const {
+    std::array<Arg, sizeof...(A)> out;
     (pack_one(out[I], I, boost::hana::at_c<I>(Sig::params), std::forward<A>(args)), ...);
+    return out;
   }
 
   template <class PT, class A>
-  void pack_one(Arg& out, std::size_t index, PT, A&& a) {
+  void pack_one(Arg& out, std::size_t index, PT, A&& a) const {
     using P = typename PT::type;
     using X = std::remove_cvref_t<A>;
     if constexpr (tl::is_ptr_tag<typename P::dtype>::value) {
       out.dtype = P::dtype::id;
-      if constexpr (!std::is_void_v<typename detail::device_memory_of<X>::type>) {
+      out.count = a.size();
+      if constexpr (detail::memory_of<A>::device) {
         out.kind = Arg::Kind::device_memory;
         out.device = a.device_ptr();
-        out.count = a.size();
       } else {
         out.kind = Arg::Kind::host_memory;
-        out.host = static_cast<void*>(a.data());
-        out.count = a.size();
+        // The interpreter only loads through read-only memory: the parameter is tl::Ptr<const T>.
+        out.host = const_cast<void*>(static_cast<const void*>(a.data()));
       }
     } else if constexpr (std::is_same_v<typename P::dtype, tl::f32>) {
       out.kind = Arg::Kind::f32;

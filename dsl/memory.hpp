@@ -16,8 +16,9 @@ namespace tilefuse::tl {
 using Cache = ir::CacheHint;
 
 /// Loads the elements `ptrs` point to where `mask` is true and `other` elsewhere (0 when not given).
-template <class T, int... N, class M, int... K, Operand O>
-Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, const Tile<M, K...>& mask, const O& other, Cache cache = Cache::normal,
+/// Pointers may be read-only (tl::Ptr<const T>); the loaded tile's dtype is T either way.
+template <class C, int... N, class M, int... K, Operand O, class T = std::remove_const_t<C>>
+Tile<T, N...> load(const Tile<ptr<C>, N...>& ptrs, const Tile<M, K...>& mask, const O& other, Cache cache = Cache::normal,
                    const std::source_location& loc = std::source_location::current()) {
   static_assert(std::is_same_v<M, i1>, "tilefuse: load's mask must be a comparison result (an i1 tile).");
   static_assert(detail::shapes_combine<Shape<N...>, Shape<K...>> && sizeof...(K) <= sizeof...(N),
@@ -33,16 +34,16 @@ Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, const Tile<M, K...>& mask, co
 }
 
 /// Loads where `mask` is true and 0 elsewhere.
-template <class T, int... N, class M, int... K>
-Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, const Tile<M, K...>& mask, Cache cache = Cache::normal,
+template <class C, int... N, class M, int... K, class T = std::remove_const_t<C>>
+Tile<T, N...> load(const Tile<ptr<C>, N...>& ptrs, const Tile<M, K...>& mask, Cache cache = Cache::normal,
                    const std::source_location& loc = std::source_location::current()) {
   if constexpr (std::is_same_v<T, i1>) return load(ptrs, mask, false, cache, loc);
   else return load(ptrs, mask, 0, cache, loc);
 }
 
 /// Loads every element `ptrs` point to (no mask: each must be in bounds).
-template <class T, int... N>
-Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, Cache cache = Cache::normal,
+template <class C, int... N, class T = std::remove_const_t<C>>
+Tile<T, N...> load(const Tile<ptr<C>, N...>& ptrs, Cache cache = Cache::normal,
                    const std::source_location& loc = std::source_location::current()) {
   const ir::ValueType type = Tile<T, N...>::type();
   return Tile<T, N...>(detail::emit(ir::Op::load, &type, {ptrs.id()}, ir::attr::Memory{cache}, detail::site(loc)));
@@ -51,14 +52,17 @@ Tile<T, N...> load(const Tile<ptr<T>, N...>& ptrs, Cache cache = Cache::normal,
 namespace detail {
 template <class T, int... N, class V>
 auto store_value(const V& value) {
+  static_assert(!std::is_const_v<T>,
+                "tilefuse: store through a read-only pointer: this kernel parameter is tl::Ptr<const T>, which a "
+                "program only loads from; declare it tl::Ptr<T> to store through it.");
   if constexpr (TileValue<V>) {
-    static_assert(std::is_same_v<typename V::dtype, T>,
+    static_assert(std::is_same_v<typename V::dtype, std::remove_const_t<T>>,
                   "tilefuse: store's value has a different dtype from the pointer's element type; convert it with "
                   "tl::cast<...>(value) first.");
     static_assert(V::rank <= sizeof...(N), "tilefuse: store writes a tile through a scalar pointer; give a pointer tile.");
     static_assert(shapes_combine<Shape<N...>, typename V::shape>, "tilefuse: store's value and pointers differ in shape.");
   }
-  return broadcast<Shape<N...>>(as_tile<T>(value));
+  return broadcast<Shape<N...>>(as_tile<std::remove_const_t<T>>(value));
 }
 }  // namespace detail
 

@@ -110,7 +110,7 @@ class Stage {
  private:
   template <class Ptrs>
   static constexpr void check_copy() {
-    static_assert(TileValue<Ptrs> && Ptrs::rank == 1 && std::is_same_v<typename Ptrs::dtype, ptr<T>>,
+    static_assert(TileValue<Ptrs> && Ptrs::rank == 1 && (std::is_same_v<typename Ptrs::dtype, ptr<T>> || std::is_same_v<typename Ptrs::dtype, ptr<const T>>),
                   "tilefuse: a stage copies through a 1D tile of pointers to its own dtype (ptr + offsets).");
     static_assert(detail::tile_length<Ptrs>::value <= N,
                   "tilefuse: a stage access cannot move more elements than the stage holds.");

@@ -1,23 +1,31 @@
-// Prints what tilefuse makes of a sample kernel, without a GPU: the IR, the generated CUDA C++, the PTX,
-// and the ptxas register and spill report of the CUBIN for sm_90 (or --arch). The program is the one a
-// launch on rows of --cols columns runs (kernels::*_programs), of the family and variant asked for.
+// Prints what a sample kernel call would run on the GPU, with or without one: every kernel the call
+// launches (with its specialization key), and for one of them the IR, the generated CUDA C++, the PTX and
+// the ptxas register and spill report. A thin front end over tilefuse::InspectLaunches, which runs the
+// library call without launching anything and inspects each launch exactly as it would compile; for your
+// own kernels, call Kernel::inspect (README: "Inspecting your own kernel").
 //
-//   inspect [--kernel softmax|softmax_unfused|layernorm|rmsnorm|epilogue|epilogue_unfused]
-//           [--variant one_program|looped|split|cluster|staged|automatic] [--splits N] [--index K]
-//           [--dtype f32|f16|bf16] [--cols N] [--block N] [--arch sm_90] [--only ir|cuda|ptx|report]
-//           [--cubin FILE]   (also writes the CUBIN, for cuobjdump --dump-sass FILE)
-// --cols N picks the program a launch on N columns runs and specializes it as such a launch does (rows of
-// N elements, stride N); --block N picks the program of an N-column tile and specializes it as if every
-// argument were aligned. --index picks among the kernels of a multi-kernel variant (split, unfused).
+//   inspect [--kernel softmax|softmax_unfused|layernorm|rmsnorm|epilogue|epilogue_unfused|attention|
+//                     attention_naive|matmul]
+//           [--variant automatic|one_program|looped|split|cluster|staged] [--splits N]
+//           [--dtype f32|f16|bf16] [--rows R] [--cols N]              (row kernels: R rows of N elements)
+//           [--batch B] [--heads H] [--seq S] [--head-dim D] [--causal 0|1]            (attention)
+//           [--m M] [--n N] [--k K] [--gelu 0|1]                                        (matmul)
+//           [--index I] [--arch sm_90] [--sms 132] [--only key|ir|cuda|ptx|report] [--cubin FILE]
+// --index picks among the kernels of a multi-kernel call (split, unfused, naive attention). Without a GPU
+// the choices assume --arch with --sms multiprocessors and clusters; with one, that GPU.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 
-#include "backend/codegen/cuda.hpp"
-#include "backend/nvrtc/nvrtc.hpp"
+#include "backend/driver/driver.hpp"
+#include "kernels/attention/attention.hpp"
 #include "kernels/epilogue/epilogue.hpp"
 #include "kernels/layernorm/layernorm.hpp"
+#include "kernels/matmul/matmul.hpp"
 #include "kernels/softmax/softmax.hpp"
 
 using namespace tilefuse;
@@ -38,61 +46,104 @@ ir::DType dtype_of(const std::string& name) {
   throw std::invalid_argument("inspect: --dtype must be f32, f16 or bf16, got " + name);
 }
 
-std::vector<const Program*> programs(const std::string& kernel, kernels::RowVariant variant, ir::DType dtype, std::int64_t cols,
-                                     std::int64_t splits) {
-  const kernels::RowOptions opt{Backend::interpreter};  // the target of inspection: every variant, no GPU needed
-  if (kernel == "softmax") return kernels::softmax_programs(variant, dtype, cols, opt, splits);
-  if (kernel == "softmax_unfused") return kernels::softmax_unfused_programs(dtype, cols, opt);
-  if (kernel == "layernorm") return kernels::layernorm_programs(variant, dtype, cols, opt, splits);
-  if (kernel == "rmsnorm") return kernels::rmsnorm_programs(dtype, cols, opt);
-  if (kernel == "epilogue" || kernel == "epilogue_unfused") return kernels::epilogue_programs(dtype, cols, kernel == "epilogue", opt);
-  throw std::invalid_argument("inspect: --kernel must be softmax, softmax_unfused, layernorm, rmsnorm, epilogue or "
-                              "epilogue_unfused, got " + kernel);
+// Device addresses as cudaMalloc would hand them out (256-byte aligned); nothing is ever read or written.
+struct FakeMemory {
+  std::uint64_t next = std::uint64_t{1} << 40;
+  Arg operator()(ir::DType dtype, std::int64_t count) {
+    const Arg a = Arg::device_memory_of(dtype, next, static_cast<std::size_t>(count));
+    next += (static_cast<std::uint64_t>(count) * ir::dtype_bytes(dtype) + 255) / 256 * 256 + 256;
+    return a;
+  }
+};
+
+// Runs the library call the flags describe; launches go to the active InspectLaunches.
+void call(const std::map<std::string, std::string>& f) {
+  auto num = [&](const char* k, std::int64_t d) { return f.count(k) ? std::stoll(f.at(k)) : d; };
+  auto str = [&](const char* k, const char* d) { return f.count(k) ? f.at(k) : std::string(d); };
+  const std::string kernel = str("--kernel", "softmax");
+  const ir::DType dtype = dtype_of(str("--dtype", kernel == "attention" || kernel == "attention_naive" || kernel == "matmul" ? "bf16" : "f32"));
+  const std::int64_t rows = num("--rows", 4096), cols = num("--cols", 4096), splits = num("--splits", 0);
+  const kernels::RowVariant variant = variant_of(str("--variant", "automatic"));
+  const kernels::RowOptions opt{Backend::gpu};
+  FakeMemory mem;
+  const std::int64_t n = rows * cols;
+  if (kernel == "softmax") {
+    kernels::detail::SoftmaxArgs a{mem(dtype, n), mem(dtype, n), rows, cols, splits};
+    if (variant == kernels::RowVariant::split) a.partial_max = mem(ir::DType::f32, rows * splits), a.partial_sum = mem(ir::DType::f32, rows * splits);
+    kernels::detail::softmax(variant, a, opt);
+  } else if (kernel == "softmax_unfused") {
+    const Arg scratch[4] = {mem(dtype, rows), mem(dtype, n), mem(dtype, n), mem(dtype, rows)};
+    kernels::detail::softmax_unfused({mem(dtype, n), mem(dtype, n), rows, cols}, scratch, opt);
+  } else if (kernel == "layernorm" || kernel == "rmsnorm") {
+    kernels::detail::NormArgs a{mem(dtype, n), mem(dtype, cols), mem(dtype, cols), mem(dtype, n), mem(ir::DType::f32, rows),
+                                mem(ir::DType::f32, rows), rows, cols, 1e-5f, splits};
+    if (variant == kernels::RowVariant::split) a.partial_s1 = mem(ir::DType::f32, rows * splits), a.partial_s2 = mem(ir::DType::f32, rows * splits);
+    if (kernel == "rmsnorm") kernels::detail::rmsnorm(a, opt);
+    else kernels::detail::layernorm(variant, a, opt);
+  } else if (kernel == "epilogue" || kernel == "epilogue_unfused") {
+    const kernels::detail::EpilogueArgs a{mem(dtype, n), mem(dtype, cols), mem(dtype, n), mem(dtype, n), rows, cols, {}};
+    if (kernel == "epilogue") kernels::detail::epilogue(a, opt);
+    else kernels::detail::epilogue_unfused(a, mem(dtype, n), mem(dtype, n), opt);
+  } else if (kernel == "attention" || kernel == "attention_naive") {
+    const kernels::AttentionShape s{num("--batch", 4), num("--heads", 32), num("--seq", 4096), num("--head-dim", 128)};
+    const std::int64_t elems = s.batch * s.heads * s.seq * s.head_dim, rows_bh = s.batch * s.heads * s.seq;
+    const kernels::detail::AttentionArgs a{mem(dtype, elems), mem(dtype, elems), mem(dtype, elems), mem(dtype, elems),
+                                           mem(ir::DType::f32, rows_bh), s, num("--causal", 0) != 0,
+                                           1.0f / std::sqrt(static_cast<float>(s.head_dim))};
+    const kernels::MatrixOptions mopt{Backend::gpu};
+    if (kernel == "attention") kernels::detail::attention(a, mopt);
+    else kernels::detail::attention_naive(a, mem(ir::DType::f32, rows_bh * s.seq), mem(dtype, rows_bh * s.seq), mopt);
+  } else if (kernel == "matmul") {
+    const std::int64_t m = num("--m", 4096), nn = num("--n", 4096), k = num("--k", 4096);
+    kernels::detail::matmul({mem(dtype, m * k), mem(dtype, k * nn), mem(dtype, nn), mem(dtype, m * nn), m, nn, k,
+                             num("--gelu", 0) ? kernels::MatmulEpilogue::gelu : kernels::MatmulEpilogue::none},
+                            kernels::MatrixOptions{Backend::gpu});
+  } else {
+    throw std::invalid_argument("inspect: --kernel must be softmax, softmax_unfused, layernorm, rmsnorm, epilogue, "
+                                "epilogue_unfused, attention, attention_naive or matmul, got " + kernel);
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    std::string kernel = "softmax", dtype = "f32", arch = "sm_90", only, cubin_path, variant = "one_program";
-    std::int64_t block = 0, cols = 0, splits = 0, index = 0;
-    for (int i = 1; i + 1 < argc; i += 2) {
-      const std::string flag = argv[i], value = argv[i + 1];
-      if (flag == "--kernel") kernel = value;
-      else if (flag == "--variant") variant = value;
-      else if (flag == "--dtype") dtype = value;
-      else if (flag == "--block") block = std::stoll(value);
-      else if (flag == "--cols") cols = std::stoll(value);
-      else if (flag == "--splits") splits = std::stoll(value);
-      else if (flag == "--index") index = std::stoll(value);
-      else if (flag == "--arch") arch = value;
-      else if (flag == "--only") only = value;
-      else if (flag == "--cubin") cubin_path = value;
-      else throw std::invalid_argument("inspect: unknown flag " + flag);
+    std::map<std::string, std::string> flags;
+    for (int i = 1; i < argc; i += 2) {
+      if (i + 1 >= argc) throw std::invalid_argument(std::string("inspect: flag ") + argv[i] + " needs a value");
+      flags[argv[i]] = argv[i + 1];
     }
-    if (block != 0 && (block < 1 || (block & (block - 1))))
-      throw std::invalid_argument("inspect: --block must be a power of two, got " + std::to_string(block));
-    const std::int64_t width = block ? block : cols ? cols : 4096;
-    const auto list = programs(kernel, variant_of(variant), dtype_of(dtype), width, splits);
-    if (index < 0 || index >= static_cast<std::int64_t>(list.size()))
-      throw std::invalid_argument("inspect: --index must be from 0 to " + std::to_string(list.size() - 1));
-    const Program& p = *list[index];
-    // As a launch on rows of `cols` elements (and that stride) specializes it; else every argument aligned.
-    auto spec = p.default_specialization();
-    if (cols > 0)
-      for (std::size_t i = 0; i < p.ir().params.size(); ++i)
-        if (!p.ir().params[i].type.pointer && ir::is_int(p.ir().params[i].type.dtype)) spec.divisibility[i] = integer_divisibility(cols);
-    if (only.empty() || only == "ir") std::printf("==== IR (after simplify, cse, dce) ====\n%s\n", ir::print(p.ir()).c_str());
-    const std::string source = p.cuda_source(spec);
-    if (only.empty() || only == "cuda") std::printf("==== CUDA C++ ====\n%s\n", source.c_str());
-    if (only.empty() || only == "ptx")
-      std::printf("==== PTX (%s) ====\n%s\n", arch.c_str(), nvrtc::ptx(source, codegen::kernel_symbol(p.ir()), arch).c_str());
-    if (only.empty() || only == "report") {
-      const auto info = p.compile(spec, arch);
-      std::printf("==== CUBIN for %s ====\noptions: %s\n%s\nregisters: %d, spill bytes: %d, stack bytes: %d\n", arch.c_str(),
-                  info.options.c_str(), info.ptxas_log.c_str(), info.registers, info.spill_bytes, info.stack_bytes);
-      if (!cubin_path.empty()) std::ofstream(cubin_path, std::ios::binary).write(info.cubin.data(), info.cubin.size());
+    static const char* known[] = {"--kernel", "--variant", "--splits", "--dtype", "--rows", "--cols", "--batch", "--heads", "--seq",
+                                  "--head-dim", "--causal", "--m", "--n", "--k", "--gelu", "--index", "--arch", "--sms", "--only", "--cubin"};
+    for (const auto& [k, v] : flags)
+      if (std::find(std::begin(known), std::end(known), k) == std::end(known)) throw std::invalid_argument("inspect: unknown flag " + k);
+    const std::string arch = flags.count("--arch") ? flags["--arch"] : "";
+    const std::string only = flags.count("--only") ? flags["--only"] : "";
+    // Without a GPU, the choices assume an sm_90 with --sms multiprocessors (the H200's 132 by default).
+    Target gpu{arch.empty() ? "sm_90" : arch, true, static_cast<int>(flags.count("--sms") ? std::stoll(flags["--sms"]) : 132), true, 232448};
+    const bool real = driver::available() && !flags.count("--sms");
+    InspectLaunches capture(arch, real ? nullptr : &gpu);
+    call(flags);
+    const auto& launches = capture.launches();
+    const std::int64_t index = flags.count("--index") ? std::stoll(flags["--index"]) : 0;
+    if (index < 0 || index >= static_cast<std::int64_t>(launches.size()))
+      throw std::invalid_argument("inspect: --index must be from 0 to " + std::to_string(launches.size() - 1));
+    if (only.empty() || only == "key") {
+      std::printf("==== the call launches %zu kernel(s) ====\n", launches.size());
+      for (std::size_t i = 0; i < launches.size(); ++i)
+        std::printf("[%zu] %s  %s\n", i, launches[i].kernel.c_str(), launches[i].key.c_str());
     }
+    const Inspection& in = launches[index];
+    if (only.empty() || only == "key") std::printf("==== [%lld] kernel '%s' for %s ====\nspecialization: %s\ncache key: %s\n", static_cast<long long>(index),
+                                                   in.kernel.c_str(), in.arch.c_str(), in.key.c_str(), in.cache_key.c_str());
+    if (only.empty() || only == "ir") std::printf("==== IR (after the passes) ====\n%s\n", in.ir.c_str());
+    if (only.empty() || only == "cuda") std::printf("==== CUDA C++ ====\n%s\n", in.cuda.c_str());
+    if (only.empty() || only == "ptx") std::printf("==== PTX (%s) ====\n%s\n", in.arch.c_str(), in.ptx.c_str());
+    if (only.empty() || only == "report")
+      std::printf("==== CUBIN for %s ====\noptions: %s\n%s\nregisters: %d, spill bytes: %d, stack bytes: %d, shared bytes: %lld\n",
+                  in.arch.c_str(), in.compiled.options.c_str(), in.compiled.ptxas_log.c_str(), in.compiled.registers,
+                  in.compiled.spill_bytes, in.compiled.stack_bytes, static_cast<long long>(in.shared_bytes));
+    if (flags.count("--cubin")) std::ofstream(flags["--cubin"], std::ios::binary).write(in.compiled.cubin.data(), in.compiled.cubin.size());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());

@@ -10,7 +10,7 @@ namespace tl = tilefuse::tl;
 
 // One program per row: what one row does with whole tiles.
 template <int BLOCK>
-void row_softmax(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {
+void row_softmax(tl::Ptr<const tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {
   auto row = tl::program_id(0);
   auto cols = tl::arange<BLOCK>();             // BLOCK: power of two >= n_cols
   auto mask = cols < n_cols;                   // the ragged tail

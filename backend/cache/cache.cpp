@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <tuple>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -19,7 +21,7 @@ namespace tilefuse::cache {
 namespace {
 
 // Bump when the entry layout or anything else that changes CUBINs without changing the key changes.
-constexpr std::uint32_t kFormatVersion = 1;
+constexpr std::uint32_t kFormatVersion = 2;  // 2: the kernel's symbol follows the key
 constexpr char kMagic[8] = {'T', 'F', 'K', 'C', 'A', 'C', 'H', 'E'};
 
 // FNV-1a over the bytes, from a given basis: two bases give two independent-enough 64-bit halves.
@@ -130,8 +132,67 @@ void KernelCache::clear_memory() {
   memory_.clear();
 }
 
+std::vector<MemoryEntry> KernelCache::memory_entries() const {
+  std::lock_guard lock(mutex_);
+  std::vector<MemoryEntry> out;
+  for (const auto& [key, c] : memory_) out.push_back(MemoryEntry{key, c->kernel, c->cubin.size()});
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return std::tie(a.kernel, a.key) < std::tie(b.kernel, b.key); });
+  return out;
+}
+
+std::vector<DiskEntry> KernelCache::disk_entries() {
+  std::vector<DiskEntry> out;
+  if (!dir_) return out;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(*dir_, ec)) {
+    if (f.path().extension() != ".tfk") continue;
+    DiskEntry e;
+    e.key = f.path().stem().string();
+    e.bytes = f.file_size(ec);
+    e.path = f.path();
+    if (auto c = read_entry(e.key, false)) e.kernel = c->kernel, e.valid = true;
+    out.push_back(std::move(e));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return std::tie(a.kernel, a.key) < std::tie(b.kernel, b.key); });
+  return out;
+}
+
+std::size_t KernelCache::clear(const std::string& kernel) {
+  std::size_t removed = 0;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = memory_.begin(); it != memory_.end();)
+      it = kernel.empty() || it->second->kernel == kernel ? memory_.erase(it) : std::next(it);
+  }
+  if (!dir_) return 0;
+  std::error_code ec;
+  std::vector<std::filesystem::path> doomed;
+  for (const auto& f : std::filesystem::directory_iterator(*dir_, ec)) {
+    const std::string name = f.path().filename().string();
+    const bool entry = f.path().extension() == ".tfk";
+    const bool temporary = name.find(".tmp.") != std::string::npos;  // left by a writer that died mid-write
+    if (!entry && !temporary) continue;  // not ours: never touched
+    if (!kernel.empty()) {
+      if (!entry) continue;
+      const auto c = read_entry(f.path().stem().string(), false);
+      if (!c || c->kernel != kernel) continue;
+    }
+    doomed.push_back(f.path());
+  }
+  for (const auto& p : doomed) removed += std::filesystem::remove(p, ec) ? 1 : 0;
+  return removed;
+}
+
 std::shared_ptr<const nvrtc::Compiled> KernelCache::read_disk(const std::string& key,
                                                                const std::vector<std::string>& options) {
+  auto out = read_entry(key, true);
+  if (!out) return nullptr;
+  auto copy = std::make_shared<nvrtc::Compiled>(*out);
+  copy->options = options;
+  return copy;
+}
+
+std::shared_ptr<const nvrtc::Compiled> KernelCache::read_entry(const std::string& key, bool count_rejects) {
   if (!dir_) return nullptr;
   std::ifstream in(entry_path(key), std::ios::binary);
   if (!in) return nullptr;
@@ -140,7 +201,7 @@ std::shared_ptr<const nvrtc::Compiled> KernelCache::read_disk(const std::string&
   const std::string data = ss.str();
   // Layout: magic, version, key, payload (registers, spills, stack, log, cubin), checksum of all before it.
   auto reject = [&] {
-    ++corrupt_;
+    if (count_rejects) ++corrupt_;
     return nullptr;
   };
   if (data.size() < sizeof kMagic + sizeof(std::uint64_t) || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
@@ -153,6 +214,7 @@ std::shared_ptr<const nvrtc::Compiled> KernelCache::read_disk(const std::string&
   auto out = std::make_shared<nvrtc::Compiled>();
   const auto version = r.get<std::uint32_t>();
   const std::string stored_key = r.get_bytes();
+  out->kernel = r.get_bytes();
   out->registers = r.get<std::int32_t>();
   out->spill_stores = r.get<std::int32_t>();
   out->spill_loads = r.get<std::int32_t>();
@@ -161,7 +223,6 @@ std::shared_ptr<const nvrtc::Compiled> KernelCache::read_disk(const std::string&
   const std::string cubin = r.get_bytes();
   if (!r.ok || r.pos != body.size() || version != kFormatVersion || stored_key != key || cubin.empty()) return reject();
   out->cubin.assign(cubin.begin(), cubin.end());
-  out->options = options;
   return out;
 }
 
@@ -180,6 +241,7 @@ void KernelCache::write_disk(const std::string& key, const nvrtc::Compiled& c) {
   std::string data(kMagic, sizeof kMagic);
   put<std::uint32_t>(data, kFormatVersion);
   put_bytes(data, key);
+  put_bytes(data, c.kernel);
   put<std::int32_t>(data, c.registers);
   put<std::int32_t>(data, c.spill_stores);
   put<std::int32_t>(data, c.spill_loads);

@@ -28,6 +28,22 @@ struct Counters {
   std::uint64_t disk_writes = 0;  ///< entries written to disk
 };
 
+/// A compiled kernel held in memory.
+struct MemoryEntry {
+  std::string key;     ///< the cache key (32 hex digits)
+  std::string kernel;  ///< the kernel's symbol (tilefuse_<name>)
+  std::size_t cubin_bytes = 0;
+};
+
+/// A file in the disk cache.
+struct DiskEntry {
+  std::string key;     ///< the cache key (the file's name without .tfk)
+  std::string kernel;  ///< the kernel's symbol; empty when the entry does not read back
+  std::uintmax_t bytes = 0;
+  std::filesystem::path path;
+  bool valid = false;  ///< reads back whole (magic, this format, checksum); otherwise it is recompiled when met
+};
+
 /// The cache. One process-wide instance serves all kernels; tests make their own.
 class KernelCache {
  public:
@@ -45,6 +61,14 @@ class KernelCache {
   Counters counters() const;
   /// Drops the in-memory entries (disk entries stay), so the next get() reads the disk.
   void clear_memory();
+  /// The entries in memory, by kernel.
+  std::vector<MemoryEntry> memory_entries() const;
+  /// The entries on disk, by kernel, each read back to check it (the `kernel_cache` tool lists these).
+  std::vector<DiskEntry> disk_entries();
+  /// Removes the entries of `kernel` (a symbol, tilefuse_<name>; empty: every entry, and the temporary
+  /// files of writers that died mid-write) from memory and disk; returns the number of files removed.
+  /// Files in the directory that are not the cache's are never touched.
+  std::size_t clear(const std::string& kernel = {});
   /// The disk directory, if any.
   const std::optional<std::filesystem::path>& directory() const { return dir_; }
   /// Path of the disk entry for `key`.
@@ -52,6 +76,7 @@ class KernelCache {
 
  private:
   std::shared_ptr<const nvrtc::Compiled> read_disk(const std::string& key, const std::vector<std::string>& options);
+  std::shared_ptr<const nvrtc::Compiled> read_entry(const std::string& key, bool count_rejects);
   void write_disk(const std::string& key, const nvrtc::Compiled& compiled);
   /// The directory cannot take entries: one warning on stderr naming it and why, then memory only.
   void disk_unusable(const std::string& why);

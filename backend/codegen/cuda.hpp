@@ -26,12 +26,26 @@ struct Options {
   int cluster_size = 1;
   /// Programs with 2D tiles: buffers per shared-memory copy a loop's dots read (KernelOptions::num_stages).
   int num_stages = 2;
+  /// Debug bounds checks (TILEFUSE_DEBUG_BOUNDS=1): every global access is checked against its argument's
+  /// element count (bounds.hpp). The kernel takes two more trailing parameters, after the packed-program
+  /// count if any: `TfCounts tf_counts` (each parameter's element count, by value) and `TfFault* tf_fault`.
+  bool bounds_checks = false;
+};
+
+/// A global access a bounds-checked kernel may report (Generated::access_sites).
+struct AccessSite {
+  std::string what;     ///< "load", "store" or "copy"
+  std::string ir;       ///< the instruction as the IR prints it, with its source location
+  bool masked = false;  ///< whether the access has a mask
 };
 
 /// A generated kernel: its source and the dynamic shared memory one thread block needs.
 struct Generated {
   std::string source;
   std::int64_t shared_bytes = 0;
+  /// With bounds checks: the checked accesses by site number, each "load|store|copy <IR> [file:line]"
+  /// followed by whether it is masked, for the runtime's error message.
+  std::vector<AccessSite> access_sites;
 };
 
 /// The kernel for `fn` (as cuda_source) and the shared memory it needs: its stages (times the programs

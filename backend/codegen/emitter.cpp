@@ -15,7 +15,8 @@ namespace tilefuse::codegen {
 using ir::Op;
 
 Emitter::Emitter(const ir::Function& fn, const passes::Analysis& analysis, const Options& options)
-    : fn_(fn), a_(analysis), opt_(options), threads_(32 * options.num_warps), packed_(options.programs_per_block > 1) {}
+    : fn_(fn), a_(analysis), opt_(options), threads_(32 * options.num_warps), packed_(options.programs_per_block > 1),
+      bounds_(fn, analysis, options.bounds_checks) {}
 
 std::string Emitter::run() {
   check();
@@ -31,6 +32,7 @@ std::string Emitter::run() {
   const bool cluster = cluster_reductions_left_ > 0 && opt_.cluster_size > 1;
   if (cluster) os_ << prelude::cluster << "\n";
   if (any_of_ops(fn_.body, [](Op op) { return op == Op::stage_copy; })) os_ << prelude::copy << "\n";
+  if (bounds_.on()) os_ << prelude::bounds << "\n" << bounds_.declarations();
   signature();
   frame();
   declare_stages();
@@ -69,7 +71,7 @@ std::string signature_text(const ir::Function& fn, const passes::Analysis& a, co
     os << (i ? ", " : "") << type << " a_" << text::identifier(p.name);
   }
   if (opt.programs_per_block > 1) os << (fn.params.empty() ? "" : ", ") << "int tf_num_programs_x";
-  os << ") {\n";
+  os << bounds_parameters(opt.bounds_checks) << ") {\n";
   return os.str();
 }
 
@@ -182,9 +184,15 @@ Generated generate(const ir::Function& fn, const passes::Analysis& analysis, con
     Generated g;
     g.source = e.run();
     g.shared_bytes = e.shared_bytes();
+    g.access_sites = e.bounds_.sites();
     return g;
   }
-  return Generated{Emitter(fn, analysis, options).run(), ir::stage_bytes(fn.stages) * options.programs_per_block};
+  Emitter e(fn, analysis, options);
+  Generated g;
+  g.source = e.run();
+  g.shared_bytes = ir::stage_bytes(fn.stages) * options.programs_per_block;
+  g.access_sites = e.bounds_.sites();
+  return g;
 }
 
 std::string cuda_source(const ir::Function& fn, const passes::Analysis& analysis, const Options& options) {

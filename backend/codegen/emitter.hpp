@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/codegen/bounds.hpp"
 #include "backend/codegen/cuda.hpp"
 #include "backend/passes/analysis/analysis.hpp"
 
@@ -87,6 +88,9 @@ class Emitter {
   int loop_depth_ = 0;
   bool copies_pending_ = false;      // a stage copy may be in flight at this point of the emitted code
   std::ostringstream os_;
+
+ public:
+  BoundsChecks bounds_;  // debug bounds checks (off unless Options::bounds_checks); its sites go to Generated
 };
 
 /// The CUDA expression of the pure elementwise op `in` of `fn` (constant, splat, arithmetic, math,

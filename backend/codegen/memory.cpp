@@ -61,7 +61,7 @@ void Emitter::load(const ir::Instr& in) {
   const std::string S = text::storage_type(t.dtype);
   const int hint = hint_of(in, t.dtype);
   if (t.rank == 0) {
-    const std::string value = text::from_storage(t.dtype, read(S, p, hint));
+    const std::string value = text::from_storage(t.dtype, read(S, bounds_.checked(p, in, in.args[0], 1), hint));
     os_ << "  const " << text::reg_type(t) << " " << v(in.result) << " = "
         << (masked ? v(in.args[1]) + " ? " + value + " : " + v(in.args[2]) : value) << ";\n";
     return;
@@ -75,7 +75,7 @@ void Emitter::load(const ir::Instr& in) {
   const std::string other = masked ? v(in.args[2]) + "[e]" : text::literal(t.dtype, 0);
   if (W == 1) {
     const std::string cond = pred("e");
-    const std::string value = text::from_storage(t.dtype, read(S, p + "[e]", hint));
+    const std::string value = text::from_storage(t.dtype, read(S, bounds_.checked(p + "[e]", in, in.args[0], 1), hint));
     os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) " << r << "[e] = "
         << (cond.empty() ? value : cond + " ? " + value + " : " + other) << ";\n";
     return;
@@ -96,11 +96,12 @@ void Emitter::load(const ir::Instr& in) {
   if (!all.empty()) os_ << "    if (" << all << ") {\n";
   if (halves) {
     os_ << in_run << "unsigned raw[" << W / 2 << "];\n";
-    os_ << in_run << "tf_load_vec<unsigned, " << W / 2 << hint_arg(hint) << ">(reinterpret_cast<const unsigned*>(" << p << "[e0]), raw);\n";
+    os_ << in_run << "tf_load_vec<unsigned, " << W / 2 << hint_arg(hint) << ">(reinterpret_cast<const unsigned*>("
+        << bounds_.checked(p + "[e0]", in, in.args[0], W) << "), raw);\n";
     os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W / 2 << "; ++k) " << dst << "[e0 / 2 + k] = raw[k];\n";
   } else {
     os_ << in_run << S << " raw[" << W << "];\n";
-    os_ << in_run << "tf_load_vec<" << S << ", " << W << hint_arg(hint) << ">(" << p << "[e0], raw);\n";
+    os_ << in_run << "tf_load_vec<" << S << ", " << W << hint_arg(hint) << ">(" << bounds_.checked(p + "[e0]", in, in.args[0], W) << ", raw);\n";
     os_ << "#pragma unroll\n" << in_run << "for (int k = 0; k < " << W << "; ++k) " << dst << "[e0 + k] = raw[k];\n";
   }
   if (all.empty()) {
@@ -109,9 +110,10 @@ void Emitter::load(const ir::Instr& in) {
     os_ << "    } else {\n";
     const std::string cond = pred("e");
     // A mask constant over the run is false on all of it here: the run takes `other` without loading.
+    const std::string one = bounds_.checked(p + "[e]", in, in.args[0], 1);
     const std::string value = plan.run == passes::RunMask::first_lane ? conv_other
-                              : cond.empty() ? element(read(S, p + "[e]", hint))
-                                             : cond + " ? " + element(read(S, p + "[e]", hint)) + " : " + conv_other;
+                              : cond.empty() ? element(read(S, one, hint))
+                                             : cond + " ? " + element(read(S, one, hint)) + " : " + conv_other;
     if (halves) {
       os_ << "#pragma unroll\n      for (int e2 = e0; e2 < e0 + " << W << "; e2 += 2) {\n";
       os_ << "        unsigned word = 0;\n";
@@ -139,7 +141,7 @@ void Emitter::store(const ir::Instr& in) {
   if (pt.rank == 0) {
     // Every thread holds the scalar; one writes it.
     os_ << "  if (tid == 0" << (masked ? " && " + v(in.args[2]) : "") << ") "
-        << write(S, p, text::to_storage(dt, v(in.args[1])), hint) << ";\n";
+        << write(S, bounds_.checked(p, in, in.args[0], 1), text::to_storage(dt, v(in.args[1])), hint) << ";\n";
     return;
   }
   const int E = layout(pt).per_thread;
@@ -150,14 +152,14 @@ void Emitter::store(const ir::Instr& in) {
   if (W == 1) {
     const std::string cond = pred("e");
     os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) " << (cond.empty() ? "" : "if (" + cond + ") ")
-        << write(S, p + "[e]", text::to_storage(dt, val + "[e]"), hint) << ";\n";
+        << write(S, bounds_.checked(p + "[e]", in, in.args[0], 1), text::to_storage(dt, val + "[e]"), hint) << ";\n";
     return;
   }
   os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
   const std::string all = run_test(plan, pred);
   const std::string in_run = all.empty() ? "    " : "      ";
   if (!all.empty()) os_ << "    if (" << all << ") {\n";
-  store_run(in_run, dt, W, val, p + "[e0]", hint);
+  store_run(in_run, dt, W, val, bounds_.checked(p + "[e0]", in, in.args[0], W), hint);
   if (all.empty()) {
     os_ << "  }\n";
     return;
@@ -168,7 +170,8 @@ void Emitter::store(const ir::Instr& in) {
   }
   const std::string cond = pred("e");
   os_ << "    } else {\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) "
-      << (cond.empty() ? "" : "if (" + cond + ") ") << write(S, p + "[e]", text::to_storage(dt, val + "[e]"), hint) << ";\n";
+      << (cond.empty() ? "" : "if (" + cond + ") ") << write(S, bounds_.checked(p + "[e]", in, in.args[0], 1), text::to_storage(dt, val + "[e]"), hint)
+      << ";\n";
   os_ << "    }\n  }\n";
 }
 

@@ -84,7 +84,8 @@ void Emitter::stage_copy(const ir::Instr& in) {
   const int E = l.per_thread;
   if (W * bytes < 4) {
     const std::string c = all_of({live(pt), tile_in(in, plan), element_in(in, plan, l, "e")});
-    const std::string value = masked ? v(in.args[2]) + "[e] ? *" + p + "[e] : (" + S + ")0" : "*" + p + "[e]";
+    const std::string one = bounds_.checked(p + "[e]", in, in.args[1], 1);
+    const std::string value = masked ? v(in.args[2]) + "[e] ? *" + one + " : (" + S + ")0" : "*" + one;
     os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) " << (c.empty() ? "" : "if (" + c + ") ") << base << "["
         << off << " + " << index_expr(l) << "] = " << value << ";\n";
     return;
@@ -92,8 +93,9 @@ void Emitter::stage_copy(const ir::Instr& in) {
   const std::string c = all_of({live(pt), tile_in(in, plan), element_in(in, plan, l, "e0")});
   os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ")";
   if (!c.empty()) os_ << " if (" << c << ")";
-  os_ << " tf_copy_async<" << W * bytes << ">(" << base << " + " << off << " + " << index_expr(l, "e0") << ", " << p << "[e0], "
-      << (masked ? v(in.args[2]) + "[e0]" : std::string("true")) << ");\n";
+  const std::string on = masked ? v(in.args[2]) + "[e0]" : std::string("true");
+  os_ << " tf_copy_async<" << W * bytes << ">(" << base << " + " << off << " + " << index_expr(l, "e0") << ", "
+      << bounds_.checked(p + "[e0]", in, in.args[1], W, on) << ", " << on << ");\n";
   copies_pending_ = true;
 }
 

@@ -18,7 +18,8 @@ using passes::TileLayout2;
 using passes::Where;
 
 TileEmitter::TileEmitter(const ir::Function& fn, const passes::Analysis& analysis, const Options& options)
-    : fn_(fn), a_(analysis), opt_(options), threads_(32 * options.num_warps), warps_(options.num_warps), memo_(1) {
+    : fn_(fn), a_(analysis), opt_(options), threads_(32 * options.num_warps), warps_(options.num_warps), memo_(1),
+      bounds_(fn, analysis, options.bounds_checks) {
   defs_.assign(fn.values.size(), nullptr);
   users_.resize(fn.values.size());
   ir::walk(fn.body, [&](const ir::Instr& in) {
@@ -53,6 +54,7 @@ std::string TileEmitter::run() {
   out << prelude::core << "\n";
   if (any_of_ops(fn_.body, [](Op op) { return op == Op::rand; })) out << prelude::rand << "\n";
   out << prelude::mma << "\n";
+  if (bounds_.on()) out << prelude::bounds << "\n" << bounds_.declarations();
   out << signature_text(fn_, a_, opt_);
   out << "  const int tid = threadIdx.x;\n  const int lane = tid & 31;\n  const int warp = tid >> 5;\n";
   if (shared_bytes() > 0) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/codegen/bounds.hpp"
 #include "backend/codegen/cuda.hpp"
 #include "backend/passes/analysis/analysis.hpp"
 
@@ -139,6 +140,9 @@ class TileEmitter {
   std::int64_t scratch_bytes_ = 0;
   int next_name_ = 0;
   int loop_depth_ = 0;
+
+ public:
+  BoundsChecks bounds_;  // debug bounds checks (off unless Options::bounds_checks); its sites go to Generated
 };
 
 }  // namespace tilefuse::codegen

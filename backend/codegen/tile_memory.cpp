@@ -46,9 +46,10 @@ void TileEmitter::load(const ir::Instr& in) {
   os_ << "  " << reg_type(in.result) << " " << r << "[" << l.per_thread() << "];\n";
   os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
   os_ << "    " << S << " tf_w[" << W << "];\n";
-  const std::string read = W == 1 ? (hint ? "tf_w[0] = tf_ld<" + std::to_string(hint) + ", " + S + ">(" + p + "[e0])" : "tf_w[0] = *" + p + "[e0]")
-                                  : "tf_load_vec<" + S + ", " + std::to_string(W) + (hint ? ", " + std::to_string(hint) : "") + ">(" + p +
-                                        "[e0], tf_w)";
+  const std::string addr = bounds_.checked(p + "[e0]", in, in.args[0], W);
+  const std::string read = W == 1 ? (hint ? "tf_w[0] = tf_ld<" + std::to_string(hint) + ", " + S + ">(" + addr + ")" : "tf_w[0] = *" + addr)
+                                  : "tf_load_vec<" + S + ", " + std::to_string(W) + (hint ? ", " + std::to_string(hint) : "") + ">(" + addr +
+                                        ", tf_w)";
   os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << read << ";\n";
   const std::string value = text::from_storage(t.dtype, "tf_w[k]");
   os_ << "#pragma unroll\n    for (int k = 0; k < " << W << "; ++k) " << r << "[e0 + k] = "
@@ -60,7 +61,7 @@ void TileEmitter::store(const ir::Instr& in) {
   const ir::ValueType& t = fn_.values[value];
   if (t.rank == 0) {  // a scalar through a scalar pointer
     const std::string S = text::storage_type(t.dtype);
-    os_ << "  " << (in.args.size() > 2 ? "if (" + v(in.args[2]) + ") " : "") << "*" << v(in.args[0]) << " = "
+    os_ << "  " << (in.args.size() > 2 ? "if (" + v(in.args[2]) + ") " : "") << "*" << bounds_.checked(v(in.args[0]), in, in.args[0], 1) << " = "
         << text::to_storage(t.dtype, v(value)) << ";\n";
     return;
   }
@@ -74,10 +75,11 @@ void TileEmitter::store(const ir::Instr& in) {
   os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << "{\n";
   os_ << "      " << S << " tf_w[" << W << "];\n";
   os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) tf_w[k] = " << text::to_storage(t.dtype, x + "[e0 + k]") << ";\n";
+  const std::string addr = bounds_.checked(p + "[e0]", in, in.args[0], W);
   if (W == 1)
-    os_ << "      " << (hint ? "tf_st<" + std::to_string(hint) + ", " + S + ">(" + p + "[e0], tf_w[0])" : "*" + p + "[e0] = tf_w[0]") << ";\n";
+    os_ << "      " << (hint ? "tf_st<" + std::to_string(hint) + ", " + S + ">(" + addr + ", tf_w[0])" : "*" + addr + " = tf_w[0]") << ";\n";
   else
-    os_ << "      tf_store_vec<" << S << ", " << W << (hint ? ", " + std::to_string(hint) : "") << ">(" << p << "[e0], tf_w);\n";
+    os_ << "      tf_store_vec<" << S << ", " << W << (hint ? ", " + std::to_string(hint) : "") << ">(" << addr << ", tf_w);\n";
   os_ << "    }\n  }\n";
 }
 
@@ -137,13 +139,13 @@ void TileEmitter::copy_into(const ir::Instr& in, int id, const std::string& phas
   const std::string other = masked ? at(in.args[2], l, "e") : text::literal(t.dtype, 0);
   if (W == 8 && zero_other) {
     os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += 8)\n";
-    os_ << "    tf_cp16(tf_sbase + " << swizzled(b, coord(l, 0, "e0"), "(" + coord(l, 1, "e0") + ") >> 3", phase) << ", " << p << "[e0], "
-        << cond0 << ");\n";
+    os_ << "    tf_cp16(tf_sbase + " << swizzled(b, coord(l, 0, "e0"), "(" + coord(l, 1, "e0") + ") >> 3", phase) << ", "
+        << bounds_.checked(p + "[e0]", in, in.args[0], 8, cond0) << ", " << cond0 << ");\n";
     os_ << "  tf_cp_commit();\n";
     b.group = groups_committed_++;
   } else {
     const std::string S = text::storage_type(t.dtype);
-    const std::string value = text::from_storage(t.dtype, "*" + p + "[e]");
+    const std::string value = text::from_storage(t.dtype, "*" + bounds_.checked(p + "[e]", in, in.args[0], 1));
     os_ << "#pragma unroll\n  for (int e = 0; e < " << l.per_thread() << "; ++e)\n";
     os_ << "    *reinterpret_cast<" << S << "*>(tf_shared + " << swizzled(b, coord(l, 0), "(" + coord(l, 1) + ") >> 3", phase) << " + (("
         << coord(l, 1) << ") & 7) * 2) = " << text::to_storage(t.dtype, cond.empty() ? value : cond + " ? " + value + " : " + other)

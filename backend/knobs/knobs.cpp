@@ -15,6 +15,9 @@ constexpr Knob kTable[] = {
     {"TILEFUSE_CACHE_DIR", "a directory", "disk cache location (default `$XDG_CACHE_HOME/tilefuse`, else `~/.cache/tilefuse`)"},
     {"TILEFUSE_DISABLE_DISK_CACHE", "0 or 1", "keep compiled kernels in memory only"},
     {"TILEFUSE_DUMP_IR", "0 or 1", "print the IR after each pass to stderr"},
+    {"TILEFUSE_LOG_RECOMPILES", "0 or 1", "print to stderr why each GPU specialization after a kernel's first was compiled"},
+    {"TILEFUSE_DEBUG_BOUNDS", "0 or 1",
+     "GPU kernels check every load and store against its argument's size and report the first violation (slow)"},
     {"TILEFUSE_UPDATE_GOLDENS", "0 or 1", "the codegen golden tests rewrite tests/goldens instead of comparing"},
     {"XDG_CACHE_HOME", "a directory", "the default disk cache is `$XDG_CACHE_HOME/tilefuse` when TILEFUSE_CACHE_DIR is unset"},
     {"HOME", "a directory", "the default disk cache is `~/.cache/tilefuse` when neither of the above is set"},
@@ -48,6 +51,13 @@ bool dump_ir() {
   static const bool on = flag("TILEFUSE_DUMP_IR");
   return on;
 }
+
+bool log_recompiles() {
+  static const bool on = flag("TILEFUSE_LOG_RECOMPILES");
+  return on;
+}
+
+bool debug_bounds() { return flag("TILEFUSE_DEBUG_BOUNDS"); }
 
 bool update_goldens() { return flag("TILEFUSE_UPDATE_GOLDENS"); }
 

@@ -27,6 +27,11 @@ bool dump_ir();
 /// The disk cache directory: TILEFUSE_CACHE_DIR, else $XDG_CACHE_HOME/tilefuse, else ~/.cache/tilefuse;
 /// none when TILEFUSE_DISABLE_DISK_CACHE=1 (or no home directory is known).
 std::optional<std::filesystem::path> cache_dir();
+/// TILEFUSE_LOG_RECOMPILES: print why each new GPU specialization of a kernel was compiled.
+bool log_recompiles();
+/// TILEFUSE_DEBUG_BOUNDS: GPU kernels compiled from now on check each access against its argument's size
+/// (read at each kernel's first GPU launch, so a test can switch it).
+bool debug_bounds();
 /// TILEFUSE_UPDATE_GOLDENS: the codegen golden tests rewrite their files instead of comparing.
 bool update_goldens();
 

@@ -64,6 +64,7 @@ std::vector<std::string> options_for(const std::string& arch) {
 Compiled compile(const std::string& source, const std::string& kernel, const std::vector<std::string>& options) {
   ProgramHandle prog;
   Compiled out;
+  out.kernel = kernel;
   out.options = options;
   out.log = build(prog, source, kernel, options);
   std::size_t size = 0;

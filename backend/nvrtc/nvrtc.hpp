@@ -20,6 +20,7 @@ class CompileError : public std::runtime_error {
 
 /// A compiled kernel: CUBIN for one architecture, the options used and the ptxas -v report.
 struct Compiled {
+  std::string kernel;                ///< the kernel's symbol
   std::vector<char> cubin;
   std::string log;                   ///< NVRTC log including ptxas info lines
   std::vector<std::string> options;  ///< exactly the options passed to NVRTC

@@ -1,4 +1,5 @@
-// DeviceBuffer<T>: RAII typed device memory, the argument type GPU launches take for pointer parameters.
+// DeviceBuffer<T>: RAII typed device memory, the argument type GPU launches take for pointer parameters
+// (DeviceView, view.hpp, is the same for memory the caller owns).
 // The allocation itself (DeviceBytes) is out of line in buffer.cpp, so that including this header does
 // not include the driver layer.
 #pragma once
@@ -9,6 +10,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "backend/runtime/view.hpp"
 
 namespace tilefuse {
 
@@ -59,6 +62,10 @@ class DeviceBuffer {
   std::size_t bytes() const { return count_ * sizeof(T); }
   /// Device address.
   std::uint64_t device_ptr() const { return memory_.address(); }
+  /// A non-owning view of the whole buffer.
+  DeviceView<T> view() { return DeviceView<T>(device_ptr(), count_); }
+  /// A read-only view of the whole buffer.
+  DeviceView<const T> view() const { return DeviceView<const T>(device_ptr(), count_); }
 
   /// Copies `host` (exactly size() elements) to the device.
   void upload(std::span<const T> host) {

@@ -13,6 +13,7 @@
 #include "backend/nvrtc/nvrtc.hpp"
 #include "backend/passes/analysis/analysis.hpp"
 #include "backend/passes/passes.hpp"
+#include "backend/runtime/buffer.hpp"
 
 namespace tilefuse {
 
@@ -39,7 +40,7 @@ namespace {
 
 std::string kind_name(Arg::Kind k) {
   switch (k) {
-    case Arg::Kind::device_memory: return "a DeviceBuffer";
+    case Arg::Kind::device_memory: return "device memory";
     case Arg::Kind::host_memory: return "host memory";
     case Arg::Kind::i32: return "an i32";
     case Arg::Kind::i64: return "an i64";
@@ -65,7 +66,10 @@ struct Program::Gpu {
     std::unique_ptr<driver::Module> module;
     void* function = nullptr;
     unsigned shared_bytes = 0;  // dynamic shared memory per block: the stages of its programs
+    std::string reason;         // why it was compiled, when it is not the first
+    std::vector<codegen::AccessSite> sites;  // with bounds checks: the checked accesses, by site number
   };
+  std::unique_ptr<DeviceBytes> fault;  // with bounds checks: the kernel's TfFault record (zero until a violation)
   std::mutex mutex;
   std::vector<std::unique_ptr<Entry>> entries;
   Entry* last = nullptr;  // most recent launch: the common case of one specialization hits here
@@ -105,7 +109,7 @@ codegen::Generated Program::generate(const Specialization& spec) const {
   const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility);
   return codegen::generate(
       fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, options_.min_programs_per_sm, options_.cluster_size,
-                                  options_.num_stages});
+                                  options_.num_stages, spec.bounds_checks});
 }
 
 std::string Program::cuda_source(const Specialization& spec) const { return generate(spec).source; }
@@ -133,7 +137,7 @@ void Program::bad_argument(std::size_t index, const std::string& expected, const
                               ", got " + got);
 }
 
-void Program::launch(const LaunchConfig& config, std::span<const Arg> args) {
+void Program::check_arguments(const LaunchConfig& config, std::span<const Arg> args) const {
   if (args.size() != fn_.params.size())
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "' takes " + std::to_string(fn_.params.size()) +
                                 " arguments, got " + std::to_string(args.size()));
@@ -158,8 +162,178 @@ void Program::launch(const LaunchConfig& config, std::span<const Arg> args) {
       if (a.kind != want) bad_argument(i, std::string("an ") + ir::dtype_name(t.dtype), kind_name(a.kind));
     }
   }
+}
+
+void Program::launch(const LaunchConfig& config, std::span<const Arg> args) {
+  check_arguments(config, args);
+  if (InspectLaunches* capture = InspectLaunches::active()) {
+    capture->record(*this, config, args);
+    return;
+  }
   if (resolve_backend(config.backend) == Backend::interpreter) launch_interpreter(config, args);
   else launch_gpu(config, args);
+}
+
+Specialization Program::specialize(const LaunchConfig& config, std::span<const Arg> args) const {
+  // What the arguments reveal about alignment, as Triton specializes: vector accesses need it.
+  Specialization spec;
+  spec.divisibility.resize(args.size());
+  // One-warp programs on a large grid: 8 per block, so an SM holds 64 of them rather than its 32-block limit.
+  if (options_.num_warps == 1 && options_.cluster_size == 1 && config.grid.x >= 4096) spec.programs_per_block = 8;
+  spec.bounds_checks = knobs::debug_bounds();
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const Arg& a = args[i];
+    switch (a.kind) {
+      case Arg::Kind::host_memory:
+        bad_argument(i, "device memory (a DeviceBuffer or DeviceView) for a GPU launch",
+                     "host memory (use Backend::interpreter or TILEFUSE_INTERPRET=1 to run on host memory)");
+      case Arg::Kind::device_memory: spec.divisibility[i] = pow2_up_to_16(a.device); break;
+      case Arg::Kind::i32: spec.divisibility[i] = integer_divisibility(a.i32); break;
+      case Arg::Kind::i64: spec.divisibility[i] = integer_divisibility(a.i64); break;
+      case Arg::Kind::f32: spec.divisibility[i] = 1; break;
+    }
+  }
+  return spec;
+}
+
+std::string Program::describe(const Specialization& spec) const {
+  std::string s;
+  for (std::size_t i = 0; i < spec.divisibility.size() && i < fn_.params.size(); ++i) {
+    const ir::ValueType& t = fn_.params[i].type;
+    if (!s.empty()) s += ' ';
+    s += fn_.params[i].name + ":";
+    if (t.pointer) s += "align" + std::to_string(spec.divisibility[i]);
+    else if (ir::is_int(t.dtype)) s += "div" + std::to_string(spec.divisibility[i]);
+    else s += "f32";
+  }
+  if (spec.programs_per_block > 1) s += " programs_per_block:" + std::to_string(spec.programs_per_block);
+  if (spec.bounds_checks) s += " bounds_checks";
+  return s;
+}
+
+std::vector<Specialization> Program::specializations() const {
+  std::lock_guard lock(gpu_->mutex);
+  std::vector<Specialization> out;
+  for (const auto& e : gpu_->entries) out.push_back(e->spec);
+  return out;
+}
+
+std::vector<std::string> Program::recompile_reasons() const {
+  std::lock_guard lock(gpu_->mutex);
+  std::vector<std::string> out;
+  for (const auto& e : gpu_->entries)
+    if (!e->reason.empty()) out.push_back(e->reason);
+  return out;
+}
+
+namespace {
+
+std::string divisibility_words(int d, bool pointer) {
+  if (pointer) return "aligned to " + std::to_string(d) + " bytes";
+  return d == 1 ? "odd" : "divisible by " + std::to_string(d);
+}
+
+}  // namespace
+
+// Which argument properties make `spec` differ from the nearest specialization compiled so far (the one
+// differing in the fewest arguments); "" when `spec` is compiled already. Called with the mutex held.
+std::string Program::why_new(const Specialization& spec, std::span<const Arg> args) const {
+  const Gpu::Entry* nearest = nullptr;
+  int fewest = 1 << 30;
+  for (const auto& e : gpu_->entries) {
+    if (e->spec == spec) return "";
+    int differ = e->spec.programs_per_block != spec.programs_per_block;
+    for (std::size_t i = 0; i < spec.divisibility.size(); ++i) differ += e->spec.divisibility[i] != spec.divisibility[i];
+    if (differ < fewest) fewest = differ, nearest = e.get();
+  }
+  if (!nearest) return "kernel '" + fn_.name + "': the first specialization (" + describe(spec) + ")";
+  std::string why;
+  for (std::size_t i = 0; i < spec.divisibility.size(); ++i) {
+    const int was = nearest->spec.divisibility[i], now = spec.divisibility[i];
+    if (was == now) continue;
+    const Arg& a = args[i];
+    const bool pointer = fn_.params[i].type.pointer;
+    std::string value = pointer ? "address 0x" : "";
+    if (pointer) {
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(a.device));
+      value += hex;
+    } else {
+      value = std::to_string(a.kind == Arg::Kind::i32 ? a.i32 : a.i64);
+    }
+    why += std::string(why.empty() ? "" : "; ") + param_label(i) + " = " + value + " is " + divisibility_words(now, pointer) +
+           ", where the compiled one assumed " + divisibility_words(was, pointer);
+  }
+  if (nearest->spec.programs_per_block != spec.programs_per_block)
+    why += std::string(why.empty() ? "" : "; ") + "the grid packs " + std::to_string(spec.programs_per_block) +
+           " one-warp programs per thread block (8 from 4096 programs along x), the compiled one " +
+           std::to_string(nearest->spec.programs_per_block);
+  return "kernel '" + fn_.name + "' compiles a new specialization (" + describe(spec) + ") because " + why;
+}
+
+Inspection Program::inspect(const LaunchConfig& config, std::span<const Arg> args, const std::string& arch) const {
+  check_arguments(config, args);
+  Inspection out;
+  out.kernel = fn_.name;
+  out.spec = specialize(config, args);
+  out.key = describe(out.spec);
+  out.arch = !arch.empty() ? arch : driver::available() ? driver::device().arch() : "sm_90";
+  out.ir = ir::print(fn_);
+  const codegen::Generated generated = generate(out.spec);
+  out.cuda = generated.source;
+  out.shared_bytes = generated.shared_bytes;
+  const auto options = nvrtc::options_for(out.arch);
+  out.cache_key = cache::make_key(out.cuda, options, nvrtc::version());
+  out.ptx = nvrtc::ptx(out.cuda, codegen::kernel_symbol(fn_), out.arch);
+  out.compiled = compile(out.spec, out.arch);
+  {
+    std::lock_guard lock(gpu_->mutex);
+    out.reason = why_new(out.spec, args);
+  }
+  if (out.reason.empty()) out.reason = "compiled already: a launch like this one reuses it";
+  return out;
+}
+
+std::string Inspection::text() const {
+  std::string s;
+  s += "==== kernel '" + kernel + "' for " + arch + " ====\nspecialization: " + key + "\ncache key: " + cache_key + "\n" + reason + "\n";
+  s += "==== IR (after the passes) ====\n" + ir + "\n";
+  s += "==== CUDA C++ ====\n" + cuda + "\n";
+  s += "==== PTX (" + arch + ") ====\n" + ptx + "\n";
+  s += "==== CUBIN for " + arch + " ====\noptions: " + compiled.options + "\n" + compiled.ptxas_log + "\nregisters: " +
+       std::to_string(compiled.registers) + ", spill bytes: " + std::to_string(compiled.spill_bytes) +
+       ", stack bytes: " + std::to_string(compiled.stack_bytes) + ", shared bytes: " + std::to_string(shared_bytes) + "\n";
+  return s;
+}
+
+namespace {
+thread_local InspectLaunches* active_capture = nullptr;
+}  // namespace
+
+InspectLaunches::InspectLaunches(std::string arch, const Target* gpu) : arch_(std::move(arch)), previous_(active_capture) {
+  if (gpu) target_ = *gpu;
+  else if (driver::available()) target_ = tilefuse::target(Backend::gpu);
+  else target_ = Target{"sm_90", true, 132, true, 232448};
+  if (arch_.empty()) arch_ = target_.arch;
+  active_capture = this;
+}
+
+InspectLaunches::~InspectLaunches() { active_capture = previous_; }
+
+InspectLaunches* InspectLaunches::active() { return active_capture; }
+
+void InspectLaunches::record(const Program& program, const LaunchConfig& config, std::span<const Arg> args) {
+  if (resolve_backend(config.backend) != Backend::gpu) {
+    // An interpreter launch has no GPU kernel: record the IR only.
+    Inspection i;
+    i.kernel = program.name();
+    i.arch = "interpreter";
+    i.ir = ir::print(program.ir());
+    i.reason = "runs in the interpreter";
+    launches_.push_back(std::move(i));
+    return;
+  }
+  launches_.push_back(program.inspect(config, args, arch_));
 }
 
 void Program::launch_interpreter(const LaunchConfig& config, std::span<const Arg> args) {
@@ -185,41 +359,27 @@ void Program::launch_interpreter(const LaunchConfig& config, std::span<const Arg
     }
   }
   interp::run(fn_, config.grid.x, config.grid.y, config.grid.z, host, options_.cluster_size);
+  // Only what the program stores through goes back: read-only memory is never written, not even with
+  // its own bytes.
+  passes::Analysis roots;
+  passes::find_pointer_roots(fn_, roots);
   for (std::size_t i = 0; i < args.size(); ++i)
-    if (args[i].kind == Arg::Kind::device_memory)
+    if (args[i].kind == Arg::Kind::device_memory && roots.written[i])
       driver::copy_to_device(args[i].device, staging[i].data(), staging[i].size());
 }
 
 void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) {
-  // Specialize on what the arguments reveal about alignment, as Triton does: vector accesses need it.
-  Specialization spec;
-  spec.divisibility.resize(args.size());
-  // One-warp programs on a large grid: 8 per block, so an SM holds 64 of them rather than its 32-block limit.
-  if (options_.num_warps == 1 && options_.cluster_size == 1 && config.grid.x >= 4096) spec.programs_per_block = 8;
+  const Specialization spec = specialize(config, args);
   void* params[65];
   if (args.size() > 64) throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "' has more than 64 parameters");
   for (std::size_t i = 0; i < args.size(); ++i) {
     const Arg& a = args[i];
     switch (a.kind) {
-      case Arg::Kind::host_memory:
-        bad_argument(i, "a DeviceBuffer for a GPU launch",
-                     "host memory (use Backend::interpreter or TILEFUSE_INTERPRET=1 to run on host memory)");
-      case Arg::Kind::device_memory:
-        spec.divisibility[i] = pow2_up_to_16(a.device);
-        params[i] = const_cast<std::uint64_t*>(&a.device);
-        break;
-      case Arg::Kind::i32:
-        spec.divisibility[i] = integer_divisibility(a.i32);
-        params[i] = const_cast<std::int32_t*>(&a.i32);
-        break;
-      case Arg::Kind::i64:
-        spec.divisibility[i] = integer_divisibility(a.i64);
-        params[i] = const_cast<std::int64_t*>(&a.i64);
-        break;
-      case Arg::Kind::f32:
-        spec.divisibility[i] = 1;
-        params[i] = const_cast<float*>(&a.f32);
-        break;
+      case Arg::Kind::host_memory: break;  // refused by specialize()
+      case Arg::Kind::device_memory: params[i] = const_cast<std::uint64_t*>(&a.device); break;
+      case Arg::Kind::i32: params[i] = const_cast<std::int32_t*>(&a.i32); break;
+      case Arg::Kind::i64: params[i] = const_cast<std::int64_t*>(&a.i64); break;
+      case Arg::Kind::f32: params[i] = const_cast<float*>(&a.f32); break;
     }
   }
   Gpu::Entry* entry = nullptr;
@@ -233,6 +393,10 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
       if (!entry) {
         auto e = std::make_unique<Gpu::Entry>();
         e->spec = spec;
+        if (!gpu_->entries.empty()) {
+          e->reason = why_new(spec, args);
+          if (knobs::log_recompiles()) std::fprintf(stderr, "tilefuse: %s\n", e->reason.c_str());
+        }
         const codegen::Generated generated = generate(spec);
         const std::string symbol = codegen::kernel_symbol(fn_);
         const std::int64_t shared = generated.shared_bytes;
@@ -245,6 +409,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
         e->compiled = cache::KernelCache::global().get(generated.source, symbol, nvrtc::options_for(driver::device().arch()));
         e->module = std::make_unique<driver::Module>(e->compiled->cubin, fn_.name);
         e->function = e->module->function(symbol);
+        e->sites = generated.access_sites;
         if (shared > 0) {
           driver::reserve_dynamic_shared(e->function, static_cast<int>(shared), options_.shared_carveout, fn_.name.c_str());
           e->shared_bytes = static_cast<unsigned>(shared);
@@ -257,11 +422,56 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
   }
   const int packed = spec.programs_per_block;
   std::int32_t programs_x = static_cast<std::int32_t>(config.grid.x);
-  if (packed > 1) params[args.size()] = &programs_x;
+  std::size_t extra = args.size();
+  if (packed > 1) params[extra++] = &programs_x;
+  // Bounds checks: each argument's element count (by value, as the kernel's TfCounts) and the fault record.
+  std::vector<long long> counts(std::max<std::size_t>(args.size(), 1), 0);
+  std::uint64_t fault_address = 0;
+  if (spec.bounds_checks) {
+    for (std::size_t i = 0; i < args.size(); ++i) counts[i] = static_cast<long long>(args[i].count);
+    {
+      std::lock_guard lock(gpu_->mutex);
+      if (!gpu_->fault) {
+        auto fault = std::make_unique<DeviceBytes>(kFaultBytes);
+        fault->fill(0, kFaultBytes, nullptr);
+        driver::synchronize();
+        gpu_->fault = std::move(fault);
+      }
+    }
+    fault_address = gpu_->fault->address();
+    params[extra++] = counts.data();
+    params[extra++] = &fault_address;
+  }
   const driver::Dim3 grid{static_cast<unsigned>((config.grid.x + packed - 1) / packed),
                           static_cast<unsigned>(config.grid.y), static_cast<unsigned>(config.grid.z)};
   const driver::Dim3 block{static_cast<unsigned>(32 * options_.num_warps * packed), 1, 1};
   driver::launch(entry->function, grid, block, entry->shared_bytes, config.stream, params, fn_.name.c_str());
+  if (spec.bounds_checks) check_fault(entry->sites, packed);
+}
+
+// The fault record of a bounds-checked launch, read back after it finishes: a violation becomes a
+// BoundsError (and the record is cleared for the next launch).
+void Program::check_fault(const std::vector<codegen::AccessSite>& sites, int packed) {
+  struct Fault {
+    std::int32_t hit, param, site, thread;
+    std::int64_t element, count;
+    std::int32_t block[3], width;
+  } f{};
+  static_assert(sizeof(Fault) == kFaultBytes);
+  driver::synchronize();
+  gpu_->fault->download(&f, sizeof f);
+  if (!f.hit) return;
+  gpu_->fault->fill(0, kFaultBytes, nullptr);
+  driver::synchronize();
+  const std::int64_t program_x = packed > 1 ? std::int64_t{f.block[0]} * packed + f.thread / 32 : f.block[0];
+  const codegen::AccessSite site =
+      f.site >= 0 && f.site < static_cast<int>(sites.size()) ? sites[f.site] : codegen::AccessSite{"access", "?", false};
+  throw BoundsError("tilefuse GPU bounds check: kernel '" + fn_.name + "', program (" + std::to_string(program_x) + "," +
+                    std::to_string(f.block[1]) + "," + std::to_string(f.block[2]) + ") thread " +
+                    std::to_string(f.thread % (32 * options_.num_warps)) + ", '" + site.ir + "': " + site.what + " through " +
+                    param_label(static_cast<std::size_t>(f.param)) + " at element " + std::to_string(f.element) +
+                    (f.width > 1 ? " (a run of " + std::to_string(f.width) + ")" : "") + ", outside its " + std::to_string(f.count) +
+                    " elements" + (site.masked ? " (the mask let it through)" : " (the access has no mask)"));
 }
 
 void* Program::last_function() const {

@@ -11,9 +11,11 @@
 
 #include "backend/ir/ir.hpp"
 #include "backend/runtime/args.hpp"
+#include "backend/runtime/target.hpp"
 
 namespace tilefuse::codegen {
 struct Generated;
+struct AccessSite;
 }  // namespace tilefuse::codegen
 
 namespace tilefuse {
@@ -45,12 +47,22 @@ struct Specialization {
   std::vector<int> divisibility;
   /// One-warp programs packed per thread block along axis 0 (the runtime packs 8 for large grids).
   int programs_per_block = 1;
+  /// Every global access checked against its argument's size (TILEFUSE_DEBUG_BOUNDS=1; slow).
+  bool bounds_checks = false;
   friend bool operator==(const Specialization&, const Specialization&) = default;
 };
 
 /// The divisibility a launch records for an integer argument v: the largest power of two dividing it, up to
 /// 2^16 when v > 0 (so `arange<N> < n` with n a positive multiple of N folds to true) and up to 16 otherwise.
 int integer_divisibility(std::int64_t v);
+
+/// A GPU launch that touched memory outside an argument, found by the debug bounds checks
+/// (TILEFUSE_DEBUG_BOUNDS=1): what() names the kernel, the program, the thread, the access (its IR and
+/// source line), the argument, the element and the argument's size, as the interpreter's errors do.
+class BoundsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 /// A compiled GPU specialization, as inspect tools see it.
 struct CompiledInfo {
@@ -61,6 +73,26 @@ struct CompiledInfo {
   int spill_bytes = 0;     ///< spill stores + spill loads, bytes
   int stack_bytes = 0;     ///< stack frame, bytes
   std::vector<char> cubin; ///< the CUBIN itself (for cuobjdump --dump-sass)
+};
+
+/// Everything about the GPU kernel one launch runs (Program::inspect, Kernel::inspect): exactly the
+/// specialization that launch compiles, not a default one.
+struct Inspection {
+  std::string kernel;         ///< kernel name
+  std::string key;            ///< the specialization key: what each argument is known to be (see Program::describe)
+  Specialization spec;        ///< the specialization itself
+  std::string cache_key;      ///< the kernel cache's key of the compiled CUBIN (source, options, NVRTC version)
+  std::string arch;           ///< the architecture compiled for ("sm_90")
+  std::string ir;             ///< the IR after the passes
+  std::string cuda;           ///< the generated CUDA C++
+  std::string ptx;            ///< PTX for arch's virtual architecture
+  CompiledInfo compiled;      ///< NVRTC options, ptxas report, registers, spills, stack, CUBIN
+  std::int64_t shared_bytes = 0;  ///< dynamic shared memory per thread block
+  /// Whether a launch like this one would compile: "compiled already", "the first specialization", or which
+  /// argument property (alignment, divisibility) differs from the nearest specialization compiled so far.
+  std::string reason;
+  /// All of it as text: key and reason, IR, CUDA, PTX, the register and spill report.
+  std::string text() const;
 };
 
 /// A program traced from the DSL, optimized, and launchable on the GPU or in the interpreter.
@@ -88,6 +120,22 @@ class Program {
   /// Compiles (or fetches from the cache) a specialization for `arch` (e.g. "sm_90") without a GPU.
   CompiledInfo compile(const Specialization& spec, const std::string& arch) const;
 
+  /// The specialization a GPU launch of `config` with `args` compiles (what launches key their kernels on).
+  Specialization specialize(const LaunchConfig& config, std::span<const Arg> args) const;
+  /// A specialization as text, one entry per parameter: "in:align16 out:align16 stride:div8 n_cols:div8"
+  /// (pointers: byte alignment of the address; integers: the power of two dividing the value), then
+  /// "programs_per_block:8" where one-warp programs are packed.
+  std::string describe(const Specialization& spec) const;
+  /// The specializations GPU launches have compiled so far, oldest first.
+  std::vector<Specialization> specializations() const;
+  /// Why each GPU specialization after the first was compiled, one sentence each, oldest first
+  /// (TILEFUSE_LOG_RECOMPILES=1 also prints each to stderr as it happens).
+  std::vector<std::string> recompile_reasons() const;
+  /// The kernel a launch of `config` with `args` would run on the GPU, without running it: key, IR, CUDA,
+  /// PTX, registers and spills (compiled through the kernel cache for `arch`: empty for the GPU's, or
+  /// sm_90 without one), and whether that launch would compile a new specialization and why.
+  Inspection inspect(const LaunchConfig& config, std::span<const Arg> args, const std::string& arch = {}) const;
+
   /// Runs the program over the launch grid. Throws std::invalid_argument naming the kernel and argument
   /// for arguments that do not fit, tilefuse::driver errors for GPU failures.
   void launch(const LaunchConfig& config, std::span<const Arg> args);
@@ -100,11 +148,43 @@ class Program {
   void launch_interpreter(const LaunchConfig& config, std::span<const Arg> args);
   void launch_gpu(const LaunchConfig& config, std::span<const Arg> args);
   [[noreturn]] void bad_argument(std::size_t index, const std::string& expected, const std::string& got) const;
+  void check_arguments(const LaunchConfig& config, std::span<const Arg> args) const;
+  std::string why_new(const Specialization& spec, std::span<const Arg> args) const;
+  void check_fault(const std::vector<codegen::AccessSite>& sites, int packed);
+  static constexpr std::size_t kFaultBytes = 48;  // the device's TfFault (codegen/prelude/bounds.cuh)
   std::string param_label(std::size_t index) const;
 
   ir::Function fn_;
   KernelOptions options_;
   std::unique_ptr<Gpu> gpu_;
+};
+
+/// While one is alive, launches on its thread do not run: each is inspected (Program::inspect) and
+/// recorded, and target() answers with `target` for GPU launches. Shows what a library call (a sample
+/// kernel's launcher, which may launch several kernels and choose among variants) would run, with or
+/// without a GPU: the inspect tool is built on it.
+class InspectLaunches {
+ public:
+  /// Launches are inspected for `arch` (empty: the GPU's, or sm_90 without one); `gpu` describes the GPU
+  /// the choices assume (default: the GPU present, or an sm_90 with 132 SMs and clusters without one).
+  explicit InspectLaunches(std::string arch = {}, const Target* gpu = nullptr);
+  ~InspectLaunches();
+  InspectLaunches(const InspectLaunches&) = delete;
+  InspectLaunches& operator=(const InspectLaunches&) = delete;
+  /// The inspected launches, in launch order.
+  const std::vector<Inspection>& launches() const { return launches_; }
+  /// The active capture of this thread, if any (for the runtime).
+  static InspectLaunches* active();
+  /// Records a launch (for the runtime).
+  void record(const Program& program, const LaunchConfig& config, std::span<const Arg> args);
+  /// The GPU target launches see while this capture is active.
+  const Target& target() const { return target_; }
+
+ private:
+  std::string arch_;
+  Target target_;
+  std::vector<Inspection> launches_;
+  InspectLaunches* previous_;
 };
 
 /// Whether TILEFUSE_INTERPRET=1 (read once per process).

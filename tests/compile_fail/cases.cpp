@@ -1,5 +1,6 @@
 // Each CASE_* is a user mistake that must not compile; the test checks the static_assert sentence.
 // With no CASE_* defined the file compiles: that is the control.
+#include <span>
 #include <vector>
 
 #include "dsl/tl.hpp"
@@ -88,7 +89,25 @@ void bad_params(tl::Ptr<tl::f32> x, tl::Scalar<tl::f16> s) { tl::store(x, tl::ca
 tilefuse::Kernel<&bad_params> bad_kernel("bad");
 #endif
 
+// A program that only loads through `in` declares it read-only; const memory binds to it.
+void copy_program(tl::Ptr<const tl::f32> in, tl::Ptr<tl::f32> out) {
+  auto cols = tl::arange<128>();
+  auto v = tl::load(in + cols);
+#ifdef CASE_STORE_THROUGH_CONST
+  tl::store(in + cols, v);
+#endif
+  tl::store(out + cols, v);
+}
+
 void launch() {
+  tilefuse::Kernel<&copy_program> copy("copy");
+  const std::vector<float> input(128);
+  std::vector<float> output(128);
+  copy.launch({1}, input, output);
+  copy.launch({1}, std::span<const float>(input), output);
+#ifdef CASE_CONST_FOR_WRITABLE
+  copy.launch({1}, input, input);
+#endif
   tilefuse::Kernel<&program> k("program");
   std::vector<float> x(128);
   std::vector<int> idx(128);

@@ -150,3 +150,32 @@ TEST_F(Cache, ConcurrentGetsCompileOnceAndAgree) {
   // No temporary files are left behind.
   for (const auto& e : fs::directory_iterator(dir_)) EXPECT_EQ(e.path().extension(), ".tfk") << e.path();
 }
+
+// Seeing and clearing the cache: entries by kernel, a damaged one flagged, clearing one kernel or all,
+// and files that are not the cache's left alone.
+TEST_F(Cache, ListsAndClearsEntriesByKernel) {
+  const char* other = "extern \"C\" __global__ void j(float* p) { p[threadIdx.x] += 1.0f; }\n";
+  cache::KernelCache c(dir_);
+  c.get(kSource, "k", options_);
+  c.get(other, "j", options_);
+  std::ofstream(dir_ / "0123456789abcdef0123456789abcdef.tfk") << "damaged";
+  std::ofstream(dir_ / "0123.tmp.1.2") << "left by a writer that died";
+  std::ofstream(dir_ / "notes.txt") << "not the cache's";
+  auto entries = c.disk_entries();
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_FALSE(entries[0].valid);  // sorted by kernel: the damaged one (no kernel) first
+  EXPECT_EQ(entries[1].kernel, "j");
+  EXPECT_EQ(entries[2].kernel, "k");
+  EXPECT_GT(entries[2].bytes, 1000u);
+  EXPECT_EQ(c.counters().corrupt, 0u);  // listing is not reading for use
+  EXPECT_EQ(c.memory_entries().size(), 2u);
+  EXPECT_EQ(c.clear("j"), 1u);
+  EXPECT_EQ(c.memory_entries().size(), 1u);
+  ASSERT_EQ(c.disk_entries().size(), 2u);
+  EXPECT_EQ(c.clear(), 3u);  // k, the damaged entry and the temporary file
+  EXPECT_TRUE(c.disk_entries().empty());
+  EXPECT_TRUE(c.memory_entries().empty());
+  EXPECT_TRUE(fs::exists(dir_ / "notes.txt"));
+  c.get(kSource, "k", options_);
+  EXPECT_EQ(c.counters().compiles, 3u);  // cleared means compiled again
+}
