@@ -8,7 +8,26 @@
 
 #include "backend/numerics/philox.hpp"
 
+namespace tilefuse::interp {
+
+namespace {
+thread_local std::uint64_t wrapped_count = 0;
+}  // namespace
+
+std::uint64_t wrapped_operations() { return wrapped_count; }
+void reset_wrapped_operations() { wrapped_count = 0; }
+
+}  // namespace tilefuse::interp
+
 namespace tilefuse::interp::detail {
+
+// The exact result of a signed-integer op narrowed to `d` as two's complement (as the GPU's registers
+// hold it), counting the results that did not fit: C++ and so the generated CUDA leave those undefined.
+std::int64_t exact_or_wrapped(DType d, __int128 exact) {
+  const std::int64_t w = wrap(d, static_cast<std::int64_t>(static_cast<std::uint64_t>(static_cast<unsigned __int128>(exact))));
+  if (static_cast<__int128>(w) != exact) ++wrapped_count;
+  return w;
+}
 
 // Constants, splats, pointer offsets, random numbers and casts; everything else is arithmetic.
 void Program::elementwise(const ir::Instr& in) {
@@ -80,7 +99,9 @@ void Program::reduce(const ir::Instr& in) {
                                                  : std::numeric_limits<std::int64_t>::max();
     for (std::size_t j = 0; j < n; ++j) {
       const std::int64_t x = ix(in, 0, j);
-      acc = in.op == Op::reduce_sum ? wrap(t.dtype, acc + x) : in.op == Op::reduce_max ? std::max(acc, x) : std::min(acc, x);
+      acc = in.op == Op::reduce_sum ? exact_or_wrapped(t.dtype, static_cast<__int128>(acc) + x)
+            : in.op == Op::reduce_max ? std::max(acc, x)
+                                      : std::min(acc, x);
     }
     r.i[0] = acc;
   }
@@ -107,10 +128,6 @@ std::optional<bool> float_compare(Op op, float a, float b) {
   }
 }
 
-// Wrapping integer arithmetic in 64 bits, narrowed to `d` by the caller's wrap().
-std::int64_t add_wrapping(std::int64_t a, std::int64_t b) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b)); }
-std::int64_t sub_wrapping(std::int64_t a, std::int64_t b) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b)); }
-std::int64_t mul_wrapping(std::int64_t a, std::int64_t b) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b)); }
 
 }  // namespace
 
@@ -159,18 +176,18 @@ std::int64_t Program::int_element(const ir::Instr& in, std::size_t j) const {
   const DType d = type(in.args[0]).dtype;
   switch (in.op) {
     case Op::select: return i(0) != 0 ? i(1) : i(2);
-    case Op::add: return wrap(d, add_wrapping(i(0), i(1)));
-    case Op::sub: return wrap(d, sub_wrapping(i(0), i(1)));
-    case Op::mul: return wrap(d, mul_wrapping(i(0), i(1)));
+    case Op::add: return exact_or_wrapped(d, static_cast<__int128>(i(0)) + i(1));
+    case Op::sub: return exact_or_wrapped(d, static_cast<__int128>(i(0)) - i(1));
+    case Op::mul: return exact_or_wrapped(d, static_cast<__int128>(i(0)) * i(1));
     case Op::div:
     case Op::rem:
       if (i(1) == 0) fail(in, "integer division by zero at element " + std::to_string(j));
-      if (i(1) == -1) return in.op == Op::div ? wrap(d, sub_wrapping(0, i(0))) : 0;
+      if (i(1) == -1) return in.op == Op::div ? exact_or_wrapped(d, -static_cast<__int128>(i(0))) : 0;
       return in.op == Op::div ? i(0) / i(1) : i(0) % i(1);
     case Op::minimum: return std::min(i(0), i(1));
     case Op::maximum: return std::max(i(0), i(1));
-    case Op::neg: return wrap(d, sub_wrapping(0, i(0)));
-    case Op::abs: return wrap(d, i(0) < 0 ? sub_wrapping(0, i(0)) : i(0));
+    case Op::neg: return exact_or_wrapped(d, -static_cast<__int128>(i(0)));
+    case Op::abs: return exact_or_wrapped(d, i(0) < 0 ? -static_cast<__int128>(i(0)) : static_cast<__int128>(i(0)));
     case Op::lt: return i(0) < i(1);
     case Op::le: return i(0) <= i(1);
     case Op::gt: return i(0) > i(1);

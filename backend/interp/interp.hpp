@@ -26,6 +26,14 @@ class InterpreterError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Signed-integer operations (add, sub, mul, neg, abs, division of the most negative value by -1, integer
+/// sums) whose exact result did not fit their dtype, in this thread's runs since the last reset: the
+/// interpreter wraps them (two's complement), while C++, and so the generated CUDA, leaves signed overflow
+/// undefined, so a program with any may differ on the GPU. The differential fuzzer reads it.
+std::uint64_t wrapped_operations();
+/// Sets this thread's wrapped_operations() to 0.
+void reset_wrapped_operations();
+
 /// Runs `fn` for every program of the grid (x fastest), in order; with cluster reductions, the
 /// `cluster_size` programs of each cluster along x in lockstep between them.
 void run(const ir::Function& fn, std::int64_t grid_x, std::int64_t grid_y, std::int64_t grid_z,

@@ -54,9 +54,10 @@ inline float tree_sum(std::vector<float> level) {
   return level.empty() ? 0.0f : level[0];
 }
 
-// Float to integer as cvt.rzi does: truncate, saturate, NaN to 0.
+// Float to integer as cvt.rzi does: truncate, saturate; NaN to 0 for i32 and to the most negative value
+// for i64 (what the GPU's 64-bit conversion gives; found by the fuzzer).
 inline std::int64_t float_to_int(DType to, double x) {
-  if (std::isnan(x)) return 0;
+  if (std::isnan(x)) return to == DType::i32 ? 0 : std::numeric_limits<std::int64_t>::min();
   const double lo = to == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
   const double hi = to == DType::i32 ? 2147483647.0 : 9223372036854775807.0;
   if (x <= lo) return static_cast<std::int64_t>(lo);
@@ -64,6 +65,9 @@ inline std::int64_t float_to_int(DType to, double x) {
   return static_cast<std::int64_t>(std::trunc(x));
 }
 
+
+// The signed-integer result `exact` in dtype d, wrapped as two's complement (counted when it did not fit).
+std::int64_t exact_or_wrapped(DType d, __int128 exact);
 
 // The stage an access works on.
 inline int stage_of(const ir::Instr& in) { return in.as<ir::attr::StageRef>().stage; }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <compare>
 #include <cstdint>
 #include <string>
@@ -59,7 +60,7 @@ enum class Op : std::uint8_t {
   select,        ///< (cond, a, b): a where cond else b
   cast,          ///< (x) converted to the result dtype
   ptr_add,       ///< (ptr, offset): ptr advanced by offset elements
-  load,          ///< (ptr [, mask [, other]]): other where the mask is false; attr::Memory
+  load,          ///< (ptr [, mask, other]): other where the mask is false; attr::Memory
   store,         ///< (ptr, value [, mask]); no result; attr::Memory
   reduce_max, reduce_min, reduce_sum,  ///< (tile) reduced to a scalar
   loop,          ///< (lo, hi, step, init...): runs `body` for iv = lo, lo + step, ... < hi, carrying values
@@ -95,10 +96,14 @@ struct Axis {
   int axis = 0;
   friend auto operator<=>(const Axis&, const Axis&) = default;
 };
-/// The literal of a constant, in the result's dtype.
+/// The literal of a constant, in the result's dtype. Constants compare by bit pattern, so that NaN equals
+/// itself and -0.0 differs from +0.0 (CSE keys instructions by their attributes; found by the fuzzer).
 struct Constant {
   double value = 0.0;
-  friend auto operator<=>(const Constant&, const Constant&) = default;
+  friend std::strong_ordering operator<=>(const Constant& a, const Constant& b) {
+    return std::bit_cast<std::uint64_t>(a.value) <=> std::bit_cast<std::uint64_t>(b.value);
+  }
+  friend bool operator==(const Constant& a, const Constant& b) { return (a <=> b) == 0; }
 };
 /// How a global load or store treats the caches.
 struct Memory {

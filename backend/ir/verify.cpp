@@ -133,6 +133,7 @@ class Verifier {
       case Typing::load:
         memory_hint(in);
         if (!arg(0).pointer || arg(0).dtype != r->dtype || arg(0).rank != r->rank || r->pointer) fail(in, "load typing");
+        if (in.args.size() == 2) fail(in, "a masked load takes its other value too: (ptr, mask, other)");
         if (in.args.size() >= 2 && arg(1).dtype != DType::i1) fail(in, "load mask must be i1");
         if (in.args.size() == 3 && !(arg(2) == *r)) fail(in, "load other must have the result type");
         break;

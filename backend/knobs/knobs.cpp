@@ -18,6 +18,7 @@ constexpr Knob kTable[] = {
     {"TILEFUSE_LOG_RECOMPILES", "0 or 1", "print to stderr why each GPU specialization after a kernel's first was compiled"},
     {"TILEFUSE_DEBUG_BOUNDS", "0 or 1",
      "GPU kernels check every load and store against its argument's size and report the first violation (slow)"},
+    {"TILEFUSE_FUZZ_PROGRAMS", "0 to 10000000", "programs the CPU tier's differential fuzzer test generates (default 2000)"},
     {"TILEFUSE_UPDATE_GOLDENS", "0 or 1", "the codegen golden tests rewrite tests/goldens instead of comparing"},
     {"XDG_CACHE_HOME", "a directory", "the default disk cache is `$XDG_CACHE_HOME/tilefuse` when TILEFUSE_CACHE_DIR is unset"},
     {"HOME", "a directory", "the default disk cache is `~/.cache/tilefuse` when neither of the above is set"},
@@ -58,6 +59,16 @@ bool log_recompiles() {
 }
 
 bool debug_bounds() { return flag("TILEFUSE_DEBUG_BOUNDS"); }
+
+long fuzz_programs() {
+  const char* v = get("TILEFUSE_FUZZ_PROGRAMS");
+  if (!v) return 2000;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > 10000000)
+    throw std::invalid_argument(std::string("tilefuse: environment variable TILEFUSE_FUZZ_PROGRAMS must be 0 to 10000000, got '") + v + "'");
+  return n;
+}
 
 bool update_goldens() { return flag("TILEFUSE_UPDATE_GOLDENS"); }
 

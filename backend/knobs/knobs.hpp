@@ -32,6 +32,8 @@ bool log_recompiles();
 /// TILEFUSE_DEBUG_BOUNDS: GPU kernels compiled from now on check each access against its argument's size
 /// (read at each kernel's first GPU launch, so a test can switch it).
 bool debug_bounds();
+/// TILEFUSE_FUZZ_PROGRAMS: how many programs the CPU tier's fuzzer test generates (default 2000).
+long fuzz_programs();
 /// TILEFUSE_UPDATE_GOLDENS: the codegen golden tests rewrite their files instead of comparing.
 bool update_goldens();
 

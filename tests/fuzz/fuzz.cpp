@@ -1,0 +1,410 @@
+// The differential fuzzer (fuzz.hpp): generator, runners, comparison and shrinker.
+#include "tests/fuzz/fuzz.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "backend/driver/driver.hpp"
+#include "backend/interp/interp.hpp"
+#include "backend/numerics/float16.hpp"
+#include "backend/runtime/buffer.hpp"
+
+namespace tilefuse::fuzz {
+
+using ir::DType;
+using ir::Op;
+
+namespace {
+
+constexpr DType kStorable[] = {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i64};
+constexpr DType kNumbers[] = {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i64};
+
+ir::ValueType scalar(DType d, bool pointer = false) { return ir::ValueType{d, pointer, 0, {1, 1}}; }
+ir::ValueType tile(DType d, std::int64_t n, bool pointer = false) { return ir::ValueType{d, pointer, 1, {n, 1}}; }
+
+// Builds one random program into a Case.
+class Generator {
+ public:
+  explicit Generator(std::uint64_t seed) : rng_(seed) { c_.seed = seed; }
+
+  Case run() {
+    ir::Function& fn = c_.fn;
+    fn.name = "fuzz_" + std::to_string(c_.seed);
+    static constexpr int kBlocks[] = {32, 64, 128, 256, 512, 1024};
+    n_ = kBlocks[pick(6)];
+    const int warps = 1 << pick(4);  // 1 to 8
+    c_.options.num_warps = warps;
+    const int programs = 1 + pick(3);
+    c_.grid = Grid{programs};
+    const std::int64_t full = std::int64_t{programs} * n_;
+    // The valid length: the whole grid (masks fold away), a ragged tail, or a multiple of 8 short of it.
+    const int tail = pick(4);
+    length_ = tail == 0 ? full : tail == 1 ? full - 1 - pick(static_cast<int>(std::min<std::int64_t>(n_ - 1, 40)))
+                                           : tail == 2 ? full - 8 * (1 + pick(3)) : std::max<std::int64_t>(1, full - n_ / 2);
+    if (length_ < 1) length_ = 1;
+    masked_everywhere_ = length_ != full || chance(3);
+
+    // Parameters: inputs, outputs, then scalars n (i32), k (i32, a loop's trip count), s (f32).
+    const int inputs = 1 + pick(3), outputs = 1 + pick(3);
+    for (int i = 0; i < inputs + outputs; ++i) {
+      Buffer b;
+      b.dtype = kStorable[pick(5)];
+      b.output = i >= inputs;
+      b.shift = chance(4) ? 1 + pick(3) : 0;
+      b.count = static_cast<std::size_t>(length_);
+      fill(b);
+      c_.param_buffer.push_back(static_cast<int>(c_.buffers.size()));
+      fn.params.push_back(ir::Param{(b.output ? "out" : "in") + std::to_string(i), scalar(b.dtype, true)});
+      c_.buffers.push_back(std::move(b));
+    }
+    n_param_ = add_scalar_param("n", DType::i32, Arg::of_i32(static_cast<std::int32_t>(length_)));
+    k_param_ = add_scalar_param("k", DType::i32, Arg::of_i32(pick(4)));
+    s_param_ = add_scalar_param("s", DType::f32, Arg::of_f32(special_float()));
+
+    // The frame every program shares: offsets and the mask of the valid elements.
+    std::vector<ir::ValueId> params;
+    for (std::size_t i = 0; i < fn.params.size(); ++i) params.push_back(emit(Op::param, fn.params[i].type, {}, ir::attr::Param{int(i)}));
+    const auto pid = emit(Op::program_id, scalar(DType::i32), {}, ir::attr::Axis{0});
+    const auto block = emit(Op::constant, scalar(DType::i32), {}, ir::attr::Constant{double(n_)});
+    const auto base = emit(Op::mul, scalar(DType::i32), {pid, block});
+    const auto lanes = emit(Op::arange, tile(DType::i32, n_), {});
+    offsets_ = emit(Op::add, tile(DType::i32, n_), {splat(base), lanes});
+    mask_ = emit(Op::lt, tile(DType::i1, n_), {offsets_, splat(params[n_param_])});
+    pool_.push_back(offsets_);
+    pool_.push_back(mask_);
+    pool_.push_back(splat(params[s_param_]));
+
+    for (int i = 0; i < inputs; ++i) pool_.push_back(load(params[i], fn.params[i].type.dtype));
+    const int steps = 4 + pick(12);
+    for (int i = 0; i < steps; ++i) step(params);
+    for (int i = 0; i < outputs; ++i) store(params[inputs + i], fn.params[inputs + i].type.dtype);
+    c_.options.param_names.clear();
+    for (const auto& p : fn.params) c_.options.param_names.push_back(p.name);
+    return std::move(c_);
+  }
+
+ private:
+  int pick(int n) { return static_cast<int>(rng_() % static_cast<std::uint64_t>(n)); }
+  bool chance(int one_in) { return pick(one_in) == 0; }
+
+  // Values at the edges of each type, and ordinary ones.
+  float special_float() {
+    static constexpr float kSpecial[] = {0.0f, -0.0f, 1.0f, -1.0f, 1e-40f, -3e-39f, 1e30f, -1e30f, 65504.0f, 7e4f,
+                                         std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                                         std::numeric_limits<float>::quiet_NaN(), 3.4e38f};
+    if (chance(8)) return kSpecial[pick(14)];
+    return std::uniform_real_distribution<float>(-4.0f, 4.0f)(rng_);
+  }
+  std::int64_t special_int(DType d) {
+    const std::int64_t lo = d == DType::i32 ? std::numeric_limits<std::int32_t>::min() : std::numeric_limits<std::int64_t>::min();
+    const std::int64_t hi = d == DType::i32 ? std::numeric_limits<std::int32_t>::max() : std::numeric_limits<std::int64_t>::max();
+    if (chance(8)) {
+      const std::int64_t s[] = {0, 1, -1, lo, hi, lo + 1, hi - 1, 65536, -65536};
+      return s[pick(9)];
+    }
+    return std::uniform_int_distribution<std::int64_t>(-1000, 1000)(rng_);
+  }
+  void fill(Buffer& b) {
+    const int bytes = ir::dtype_bytes(b.dtype);
+    b.bytes.assign((b.count + b.shift) * bytes, 0xA5);  // outputs keep the poison
+    if (b.output) return;
+    for (std::size_t j = 0; j < b.count; ++j) {
+      std::uint8_t* p = b.bytes.data() + (b.shift + j) * bytes;
+      switch (b.dtype) {
+        case DType::f32: { const float f = special_float(); std::memcpy(p, &f, 4); break; }
+        case DType::f16: { const std::uint16_t h = float_to_half_bits(special_float()); std::memcpy(p, &h, 2); break; }
+        case DType::bf16: { const std::uint16_t h = float_to_bf16_bits(special_float()); std::memcpy(p, &h, 2); break; }
+        case DType::i32: { const auto v = static_cast<std::int32_t>(special_int(DType::i32)); std::memcpy(p, &v, 4); break; }
+        case DType::i64: { const std::int64_t v = special_int(DType::i64); std::memcpy(p, &v, 8); break; }
+        case DType::i1: break;
+      }
+    }
+  }
+  int add_scalar_param(const std::string& name, DType d, Arg value) {
+    c_.fn.params.push_back(ir::Param{name, scalar(d)});
+    c_.param_buffer.push_back(-1);
+    c_.scalars.push_back(value);
+    return static_cast<int>(c_.fn.params.size()) - 1;
+  }
+
+  ir::ValueId emit(Op op, const ir::ValueType& type, std::vector<ir::ValueId> args, ir::Attribute attr = {}) {
+    ir::Instr in;
+    in.op = op;
+    in.args = std::move(args);
+    in.attr = attr;
+    in.where = "fuzz:" + std::to_string(c_.seed);
+    in.result = c_.fn.add_value(type);
+    block_->push_back(std::move(in));
+    return block_->back().result;
+  }
+  void emit_store(std::vector<ir::ValueId> args, ir::Attribute attr) {
+    ir::Instr in;
+    in.op = Op::store;
+    in.args = std::move(args);
+    in.attr = attr;
+    in.where = "fuzz:" + std::to_string(c_.seed);
+    block_->push_back(std::move(in));
+  }
+  const ir::ValueType& type(ir::ValueId v) const { return c_.fn.values[v]; }
+  ir::ValueId splat(ir::ValueId s) { return emit(Op::splat, tile(type(s).dtype, n_, type(s).pointer), {s}); }
+  ir::ValueId constant(DType d, double v) { return splat(emit(Op::constant, scalar(d), {}, ir::attr::Constant{v})); }
+  ir::Attribute hint() { return ir::attr::Memory{static_cast<ir::CacheHint>(pick(3))}; }
+
+  ir::ValueId load(ir::ValueId ptr, DType d) {
+    const auto ptrs = emit(Op::ptr_add, tile(d, n_, true), {splat(ptr), offsets_});
+    if (!masked_everywhere_ && chance(2)) return emit(Op::load, tile(d, n_), {ptrs}, hint());
+    if (chance(2)) return emit(Op::load, tile(d, n_), {ptrs, mask_, constant(d, 0)}, hint());
+    return emit(Op::load, tile(d, n_), {ptrs, mask_, constant(d, ir::is_float(d) ? special_float() : double(special_int(DType::i32) % 100))}, hint());
+  }
+  void store(ir::ValueId ptr, DType d) {
+    const auto ptrs = emit(Op::ptr_add, tile(d, n_, true), {splat(ptr), offsets_});
+    const auto value = of_dtype(d);
+    if (!masked_everywhere_ && chance(2)) emit_store({ptrs, value}, hint());
+    else emit_store({ptrs, value, mask_}, hint());
+  }
+
+  // A pool value of dtype d (cast from another when there is none, or sometimes anyway).
+  ir::ValueId of_dtype(DType d) {
+    std::vector<ir::ValueId> same;
+    for (auto v : pool_)
+      if (type(v).dtype == d) same.push_back(v);
+    if (!same.empty() && !chance(4)) return same[pick(static_cast<int>(same.size()))];
+    const auto from = pool_[pick(static_cast<int>(pool_.size()))];
+    if (type(from).dtype == d) return from;
+    return emit(Op::cast, tile(d, n_), {from});
+  }
+  ir::ValueId any_number() {
+    for (int tries = 0; tries < 8; ++tries) {
+      const auto v = pool_[pick(static_cast<int>(pool_.size()))];
+      if (type(v).dtype != DType::i1) return v;
+    }
+    return of_dtype(kNumbers[pick(5)]);
+  }
+
+  // One random operation on pool values; its result joins the pool.
+  void step(const std::vector<ir::ValueId>& params) {
+    const auto x = any_number();
+    const DType d = type(x).dtype;
+    const bool f = ir::is_float(d);
+    switch (pick(10)) {
+      case 0: case 1: {  // binary arithmetic
+        static constexpr Op kFloat[] = {Op::add, Op::sub, Op::mul, Op::div, Op::minimum, Op::maximum};
+        static constexpr Op kInt[] = {Op::add, Op::sub, Op::mul, Op::minimum, Op::maximum};
+        const Op op = f ? kFloat[pick(6)] : kInt[pick(5)];
+        pool_.push_back(emit(op, type(x), {x, of_dtype(d)}));
+        break;
+      }
+      case 2: {  // integer division and remainder by a nonzero constant (by zero is an error, tested elsewhere)
+        if (f) return;
+        const int k = (1 + pick(9)) * (chance(2) ? -1 : 1);
+        pool_.push_back(emit(chance(2) ? Op::div : Op::rem, type(x), {x, constant(d, k)}));
+        break;
+      }
+      case 3: {  // unary
+        static constexpr Op kFloat[] = {Op::neg, Op::exp, Op::exp2, Op::log, Op::sqrt, Op::rsqrt, Op::abs, Op::erf};
+        static constexpr Op kInt[] = {Op::neg, Op::abs};
+        pool_.push_back(emit(f ? kFloat[pick(8)] : kInt[pick(2)], type(x), {x}));
+        break;
+      }
+      case 4: {  // comparison, then maybe logic and select
+        static constexpr Op kCmp[] = {Op::lt, Op::le, Op::gt, Op::ge, Op::eq, Op::ne};
+        auto m = emit(kCmp[pick(6)], tile(DType::i1, n_), {x, of_dtype(d)});
+        if (chance(2)) m = emit(chance(2) ? Op::logical_and : Op::logical_or, tile(DType::i1, n_), {m, mask_});
+        if (chance(4)) m = emit(Op::logical_not, tile(DType::i1, n_), {m});
+        pool_.push_back(m);
+        pool_.push_back(emit(Op::select, type(x), {m, x, of_dtype(d)}));
+        break;
+      }
+      case 5: {  // cast to any dtype
+        const DType to = kNumbers[pick(5)];
+        if (to != d) pool_.push_back(emit(Op::cast, tile(to, n_), {x}));
+        break;
+      }
+      case 6: {  // reduction to a scalar, used as a tile again
+        static constexpr Op kReduce[] = {Op::reduce_max, Op::reduce_min, Op::reduce_sum};
+        const auto r = emit(kReduce[pick(3)], scalar(d), {x});
+        pool_.push_back(emit(chance(2) ? Op::add : Op::maximum, type(x), {x, splat(r)}));
+        break;
+      }
+      case 7: {  // a loop carrying a tile (and the trip count k from the arguments: 0 to 3)
+        if (block_ != &c_.fn.body) return;
+        ir::Instr loop;
+        loop.op = Op::loop;
+        loop.args = {emit(Op::constant, scalar(DType::i32), {}, ir::attr::Constant{0}), params[k_param_],
+                     emit(Op::constant, scalar(DType::i32), {}, ir::attr::Constant{1}), x};
+        loop.block_args = {c_.fn.add_value(scalar(DType::i32)), c_.fn.add_value(type(x))};
+        std::vector<ir::Instr>* outer = block_;
+        block_ = &loop.body;
+        const auto iv = splat(loop.block_args[0]);
+        const auto ivd = d == DType::i32 ? iv : emit(Op::cast, type(x), {iv});
+        const auto next = emit(f ? (chance(2) ? Op::add : Op::mul) : Op::add, type(x),
+                               {loop.block_args[1], f && chance(2) ? emit(Op::mul, type(x), {ivd, constant(d, 0.5)}) : ivd});
+        loop.yields = {next};
+        block_ = outer;
+        loop.results = {c_.fn.add_value(type(x))};
+        const auto result = loop.results[0];
+        block_->push_back(std::move(loop));
+        pool_.push_back(result);
+        break;
+      }
+      case 8: {  // a second, shifted load of an input (masked by its own bound)
+        const int input = pick(static_cast<int>(std::count_if(c_.buffers.begin(), c_.buffers.end(), [](const Buffer& b) { return !b.output; })));
+        const DType ld = c_.fn.params[input].type.dtype;
+        const auto shifted = emit(Op::add, tile(DType::i32, n_), {offsets_, constant(DType::i32, 1 + pick(3))});
+        const auto ok = emit(Op::lt, tile(DType::i1, n_), {shifted, splat(params[n_param_])});
+        const auto ptrs = emit(Op::ptr_add, tile(ld, n_, true), {splat(params[input]), shifted});
+        pool_.push_back(emit(Op::load, tile(ld, n_), {ptrs, ok, constant(ld, 0)}, hint()));
+        break;
+      }
+      default: {  // arithmetic with the f32 scalar argument or a constant
+        if (f) pool_.push_back(emit(Op::mul, type(x), {x, d == DType::f32 && chance(2) ? pool_[2] : constant(d, special_float())}));
+        else pool_.push_back(emit(Op::add, type(x), {x, constant(d, double(special_int(DType::i32)))}));
+        break;
+      }
+    }
+  }
+
+  std::mt19937_64 rng_;
+  Case c_;
+  std::vector<ir::Instr>* block_ = &c_.fn.body;
+  std::vector<ir::ValueId> pool_;
+  int n_ = 128;
+  std::int64_t length_ = 0;
+  bool masked_everywhere_ = true;
+  int n_param_ = 0, k_param_ = 0, s_param_ = 0;
+  ir::ValueId offsets_ = -1, mask_ = -1;
+};
+
+double element_of(DType d, const std::uint8_t* p, std::int64_t* i) {
+  switch (d) {
+    case DType::f32: { float f; std::memcpy(&f, p, 4); return f; }
+    case DType::f16: { std::uint16_t h; std::memcpy(&h, p, 2); return half_bits_to_float(h); }
+    case DType::bf16: { std::uint16_t h; std::memcpy(&h, p, 2); return bf16_bits_to_float(h); }
+    case DType::i32: { std::int32_t v; std::memcpy(&v, p, 4); *i = v; return 0; }
+    case DType::i64: std::memcpy(i, p, 8); return 0;
+    case DType::i1: return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Arg> Case::arguments(const std::vector<std::uint64_t>& addresses, bool host) const {
+  std::vector<Arg> args;
+  std::size_t scalar = 0;
+  for (std::size_t i = 0; i < param_buffer.size(); ++i) {
+    const int b = param_buffer[i];
+    if (b < 0) {
+      args.push_back(scalars[scalar++]);
+      continue;
+    }
+    const Buffer& buf = buffers[b];
+    const std::uint64_t at = addresses[b] + buf.shift * ir::dtype_bytes(buf.dtype);
+    args.push_back(host ? Arg::host_memory_of(buf.dtype, reinterpret_cast<void*>(at), buf.count)
+                        : Arg::device_memory_of(buf.dtype, at, buf.count));
+  }
+  return args;
+}
+
+Case generate(std::uint64_t seed) { return Generator(seed).run(); }
+
+Memory run_interpreter(const Case& c, Program& p, std::uint64_t* wrapped) {
+  Memory m;
+  std::vector<std::uint64_t> at;
+  for (const Buffer& b : c.buffers) {
+    m.push_back(b.bytes);
+    at.push_back(reinterpret_cast<std::uintptr_t>(m.back().data()));
+  }
+  const auto args = c.arguments(at, true);
+  interp::reset_wrapped_operations();
+  p.launch(LaunchConfig{c.grid, Backend::interpreter}, args);
+  if (wrapped) *wrapped = interp::wrapped_operations();
+  return m;
+}
+
+Memory run_gpu(const Case& c, Program& p) {
+  std::vector<DeviceBytes> device;
+  std::vector<std::uint64_t> at;
+  for (const Buffer& b : c.buffers) {
+    device.emplace_back(std::max<std::size_t>(b.bytes.size(), 1));
+    device.back().upload(b.bytes.data(), b.bytes.size());
+    at.push_back(device.back().address());
+  }
+  const auto args = c.arguments(at, false);
+  p.launch(LaunchConfig{c.grid, Backend::gpu}, args);
+  Memory m;
+  for (std::size_t i = 0; i < c.buffers.size(); ++i) {
+    m.emplace_back(c.buffers[i].bytes.size());
+    device[i].download(m.back().data(), m.back().size());
+  }
+  return m;
+}
+
+std::string compare(const Case& c, const Memory& want, const Memory& got) {
+  for (std::size_t b = 0; b < c.buffers.size(); ++b) {
+    const Buffer& buf = c.buffers[b];
+    if (!buf.output) continue;
+    const int bytes = ir::dtype_bytes(buf.dtype);
+    const bool is_float = ir::is_float(buf.dtype);
+    double scale = 1;
+    if (is_float)
+      for (std::size_t j = 0; j < buf.count; ++j) {
+        std::int64_t unused;
+        const double w = element_of(buf.dtype, want[b].data() + (buf.shift + j) * bytes, &unused);
+        if (std::isfinite(w)) scale = std::max(scale, std::abs(w));
+      }
+    const double rtol = buf.dtype == DType::f32 ? 1.0 / 1024 : 1.0 / 64;
+    for (std::size_t j = 0; j < buf.bytes.size() / bytes; ++j) {
+      const std::uint8_t* pw = want[b].data() + j * bytes;
+      const std::uint8_t* pg = got[b].data() + j * bytes;
+      const bool inside = j >= buf.shift && j < buf.shift + buf.count;
+      std::string why;
+      if (!inside || !is_float) {
+        if (std::memcmp(pw, pg, bytes) != 0) why = inside ? "integers differ" : "written outside the argument";
+      } else {
+        std::int64_t unused;
+        const double w = element_of(buf.dtype, pw, &unused), g = element_of(buf.dtype, pg, &unused);
+        const bool same_class = (std::isnan(w) && std::isnan(g)) || (std::isinf(w) && w == g) || (std::isfinite(w) && std::isfinite(g));
+        if (!same_class) why = "different classes (NaN, infinity, finite)";
+        else if (std::isfinite(w) && std::abs(w - g) > rtol * std::max(std::abs(w), std::abs(g)) && std::abs(w - g) > rtol * 1e-3 * scale)
+          why = "floats differ beyond the bounds";
+      }
+      if (!why.empty()) {
+        std::int64_t iw = 0, ig = 0;
+        const double w = element_of(buf.dtype, pw, &iw), g = element_of(buf.dtype, pg, &ig);
+        const bool fl = is_float && inside;
+        return "case " + std::to_string(c.seed) + ": argument " + c.fn.params[b].name + " (" + ir::dtype_name(buf.dtype) + ") element " +
+               std::to_string(static_cast<std::int64_t>(j) - static_cast<std::int64_t>(buf.shift)) + ": interpreter " +
+               (fl ? std::to_string(w) : std::to_string(iw)) + ", GPU " + (fl ? std::to_string(g) : std::to_string(ig)) + ": " + why;
+      }
+    }
+  }
+  return "";
+}
+
+Case shrink(const Case& c, const std::function<bool(const Case&)>& still_fails) {
+  Case best = c;
+  for (std::size_t i = 0; i < best.fn.body.size();) {
+    if (best.fn.body[i].op != Op::store) {
+      ++i;
+      continue;
+    }
+    Case trial = best;
+    trial.fn.body.erase(trial.fn.body.begin() + static_cast<std::ptrdiff_t>(i));
+    bool fails = false;
+    try {
+      fails = still_fails(trial);
+    } catch (...) {
+      fails = false;
+    }
+    if (fails) best = std::move(trial);
+    else ++i;
+  }
+  return best;
+}
+
+}  // namespace tilefuse::fuzz

@@ -1,0 +1,65 @@
+// The differential fuzzer: a seeded generator of well-typed random tile programs (IR built directly, so
+// that every op, dtype and shape combination the verifier accepts can come up, not only those a C++ test
+// spells), with arguments chosen to hit specialization edges (ragged tails, misaligned pointers, sizes
+// divisible and not) and values at the edges of their types (NaN, infinities, denormals, integer
+// extremes). Each case runs in the interpreter and, where there is one, on the GPU; the results must
+// agree exactly for integers and masks and within the documented bounds for floats (compare()).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/ir/ir.hpp"
+#include "backend/runtime/program.hpp"
+
+namespace tilefuse::fuzz {
+
+/// One argument buffer of a case: `count` elements of `dtype` starting `shift` elements into its
+/// allocation (a shift breaks the 16-byte alignment a fresh allocation has).
+struct Buffer {
+  ir::DType dtype = ir::DType::f32;
+  std::size_t count = 0;
+  std::size_t shift = 0;
+  bool output = false;              ///< the program stores here
+  std::vector<std::uint8_t> bytes;  ///< initial contents (outputs: a poison pattern)
+};
+
+/// A generated program and one launch of it.
+struct Case {
+  std::uint64_t seed = 0;
+  ir::Function fn;
+  KernelOptions options;
+  Grid grid;
+  std::vector<Buffer> buffers;      ///< one per pointer parameter, in parameter order
+  std::vector<Arg> scalars;         ///< the scalar parameters' values, in parameter order
+  std::vector<int> param_buffer;    ///< by parameter: its buffer index, or -1 for a scalar
+  /// The launch's arguments over memory at `addresses` (one per buffer: the allocation's start).
+  std::vector<Arg> arguments(const std::vector<std::uint64_t>& addresses, bool host) const;
+};
+
+/// The case for `seed` (deterministic: a seed always gives the same program and data).
+Case generate(std::uint64_t seed);
+
+/// The contents of every buffer after a run.
+using Memory = std::vector<std::vector<std::uint8_t>>;
+
+/// Runs the case in the interpreter; `wrapped` (if given) receives how many signed-integer results did not
+/// fit their dtype (interp::wrapped_operations): undefined in C++ and so on the GPU, where such a program
+/// may differ (an explained disagreement).
+Memory run_interpreter(const Case& c, Program& p, std::uint64_t* wrapped = nullptr);
+/// Runs the case on the GPU (driver must be available).
+Memory run_gpu(const Case& c, Program& p);
+
+/// "" when `got` agrees with `want` (the interpreter's) on every output: exactly for integers and masks;
+/// for floats, the same class (NaN, +inf, -inf, finite) and within rtol 2^-10 (f16/bf16: 2^-6) of each
+/// other or atol scaled by the output's largest finite magnitude (see docs/design.md, "Fuzzing").
+/// Otherwise the first disagreement, named.
+std::string compare(const Case& c, const Memory& want, const Memory& got);
+
+/// The case with stores removed one at a time while `still_fails` holds: the smallest program that
+/// shows the same disagreement, for a regression test.
+Case shrink(const Case& c, const std::function<bool(const Case&)>& still_fails);
+
+}  // namespace tilefuse::fuzz
