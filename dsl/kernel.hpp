@@ -222,7 +222,6 @@ class Kernel {
   template <class PT, class A>
   void pack_one(Arg& out, std::size_t index, PT, A&& a) const {
     using P = typename PT::type;
-    using X = std::remove_cvref_t<A>;
     if constexpr (tl::is_ptr_tag<typename P::dtype>::value) {
       out.dtype = P::dtype::id;
       out.count = a.size();

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <tuple>
 #include <fstream>
+#include <future>
 #include <random>
 #include <sstream>
 
@@ -104,23 +105,43 @@ std::filesystem::path KernelCache::entry_path(const std::string& key) const {
 std::shared_ptr<const nvrtc::Compiled> KernelCache::get(const std::string& source, const std::string& kernel,
                                                          const std::vector<std::string>& options) {
   const std::string key = make_key(source, options, nvrtc::version());
+  std::promise<std::shared_ptr<const nvrtc::Compiled>> promise;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (auto it = memory_.find(key); it != memory_.end()) {
       ++memory_hits_;
       return it->second;
     }
+    // Another thread is reading or compiling this entry: wait for its result (one compile per key).
+    if (auto it = in_flight_.find(key); it != in_flight_.end()) {
+      auto pending = it->second;
+      lock.unlock();
+      ++memory_hits_;
+      return pending.get();  // rethrows that thread's compile error
+    }
+    in_flight_.emplace(key, promise.get_future().share());
   }
-  std::shared_ptr<const nvrtc::Compiled> found = read_disk(key, options);
-  if (found) {
-    ++disk_hits_;
-  } else {
-    found = std::make_shared<const nvrtc::Compiled>(nvrtc::compile(source, kernel, options));
-    ++compiles_;
-    write_disk(key, *found);
+  std::shared_ptr<const nvrtc::Compiled> found;
+  try {
+    found = read_disk(key, options);
+    if (found) {
+      ++disk_hits_;
+    } else {
+      found = std::make_shared<const nvrtc::Compiled>(nvrtc::compile(source, kernel, options));
+      ++compiles_;
+      write_disk(key, *found);
+    }
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    promise.set_exception(std::current_exception());
+    in_flight_.erase(key);
+    throw;
   }
   std::lock_guard lock(mutex_);
-  return memory_.emplace(key, found).first->second;  // a racing thread's entry wins; both are equal
+  memory_.emplace(key, found);
+  promise.set_value(found);
+  in_flight_.erase(key);
+  return found;
 }
 
 Counters KernelCache::counters() const {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,7 +55,8 @@ class KernelCache {
   /// TILEFUSE_DISABLE_DISK_CACHE=1 keeps it in memory only.
   static KernelCache& global();
 
-  /// The compiled kernel for (source, kernel, options), from memory, disk or NVRTC, in that order.
+  /// The compiled kernel for (source, kernel, options), from memory, disk or NVRTC, in that order. Threads
+  /// asking for the same entry at once share one read or compile (a compile error reaches each of them).
   std::shared_ptr<const nvrtc::Compiled> get(const std::string& source, const std::string& kernel,
                                              const std::vector<std::string>& options);
   /// Current counters.
@@ -84,6 +86,8 @@ class KernelCache {
   std::optional<std::filesystem::path> dir_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const nvrtc::Compiled>> memory_;
+  // Entries a thread is reading from disk or compiling: other threads asking for them wait for its result.
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<const nvrtc::Compiled>>> in_flight_;
   std::atomic<std::uint64_t> memory_hits_{0}, disk_hits_{0}, compiles_{0}, corrupt_{0}, disk_writes_{0};
   std::atomic<bool> disk_off_{false};  // set after the first failed write (and its warning)
 };

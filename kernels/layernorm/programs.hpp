@@ -99,7 +99,8 @@ void layernorm_one_pass_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Pt
   auto xv = tl::cast<tl::f32>(tl::load(x + row * stride + cols, mask));
   auto count = tl::cast<tl::f32>(n);
   auto mean = tl::sum(xv) / count;
-  auto var = tl::maximum(tl::sum(xv * xv) / count - mean * mean, 0.0);
+  auto raw = tl::sum(xv * xv) / count - mean * mean;
+  auto var = tl::where(raw < 0.0, 0.0, raw);  // clamp rounding below 0; a NaN stays NaN
   auto rstd = 1.0 / tl::sqrt(var + eps);
   auto wv = tl::cast<tl::f32>(tl::load(w + cols, mask));
   auto bv = tl::cast<tl::f32>(tl::load(b + cols, mask));

@@ -35,7 +35,9 @@ std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_sums(tl::Ptr<T> x, 
 inline std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_moments(tl::Scalar<tl::f32> s1, tl::Scalar<tl::f32> s2,
                                                                            tl::Scalar<tl::f32> count, tl::Scalar<tl::f32> eps) {
   auto mean_shifted = s1 / count;
-  auto var = tl::maximum(s2 / count - mean_shifted * mean_shifted, 0.0);
+  // Rounding can leave a tiny negative variance: clamp it to 0 (a NaN, from an infinite or NaN element, stays).
+  auto raw = s2 / count - mean_shifted * mean_shifted;
+  auto var = tl::where(raw < 0.0, 0.0, raw);
   return {mean_shifted, 1.0 / tl::sqrt(var + eps)};
 }
 
@@ -139,7 +141,7 @@ void layernorm_cluster_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
   auto centered = xs - mean_shifted;
   auto idle = tl::cast<tl::f32>(BLOCK - valid);  // masked lanes, each holding -mean_shifted
   auto m2 = tl::cluster_sum(tl::sum(centered * centered) - idle * mean_shifted * mean_shifted);
-  auto rstd = 1.0 / tl::sqrt(tl::maximum(m2, 0.0) / count + eps);
+  auto rstd = 1.0 / tl::sqrt(tl::where(m2 < 0.0, 0.0, m2) / count + eps);  // (a NaN stays NaN)
   auto wv = tl::cast<tl::f32>(tl::load(w + start + lane, mask));
   auto bv = tl::cast<tl::f32>(tl::load(b + start + lane, mask));
   tl::store(y + base + lane, tl::cast<T>(centered * rstd * wv + bv), mask);

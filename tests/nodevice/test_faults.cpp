@@ -1,0 +1,81 @@
+// Faults without a GPU: an NVRTC failure (a named error, nothing cached, the next compile works, also when
+// many threads wait on the failing one) and a cache writer killed mid-write (readers never see a partial
+// entry; the next process compiles and the leftovers are cleared).
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "backend/cache/cache.hpp"
+
+using namespace tilefuse;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kGood = "extern \"C\" __global__ void good(float* p) { p[threadIdx.x] += 1.0f; }\n";
+const char* kBad = "extern \"C\" __global__ void bad(float* p) { p[threadIdx.x] = undefined_name; }\n";
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("tilefuse-faults-" + std::to_string(std::random_device{}()));
+  ~TempDir() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+TEST(Faults, CompileErrorIsNamedNotCachedAndTheNextCompileWorks) {
+  TempDir dir;
+  cache::KernelCache c(dir.path);
+  const auto options = nvrtc::options_for("sm_90");
+  std::vector<std::thread> threads;
+  std::atomic<int> named{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      try {
+        c.get(kBad, "bad", options);
+      } catch (const nvrtc::CompileError& e) {
+        if (std::string(e.what()).find("kernel 'bad'") != std::string::npos && e.log().find("undefined_name") != std::string::npos) ++named;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(named.load(), 8);          // every waiting thread gets the error
+  EXPECT_TRUE(c.disk_entries().empty());  // nothing cached
+  EXPECT_THROW(c.get(kBad, "bad", options), nvrtc::CompileError);  // and it is tried again, not remembered
+  EXPECT_FALSE(c.get(kGood, "good", options)->cubin.empty());
+}
+
+TEST(Faults, WriterKilledMidWriteLeavesNoPartialEntry) {
+  TempDir dir;
+  const auto options = nvrtc::options_for("sm_90");
+  // Children compile and write entries of distinct sources, killed at staggered moments (some before,
+  // some during, some after their writes).
+  for (int k = 0; k < 12; ++k) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      cache::KernelCache c(dir.path);
+      for (int i = 0;; ++i)
+        c.get("extern \"C\" __global__ void w(float* p) { p[threadIdx.x] *= " + std::to_string(k * 1000 + i) + ".0f; }\n", "w", options);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 + 37 * k));
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+  }
+  cache::KernelCache c(dir.path);
+  std::size_t entries = 0;
+  for (const auto& e : c.disk_entries()) {
+    EXPECT_TRUE(e.valid) << e.path;  // a killed writer never leaves a partial .tfk: it renames whole files only
+    ++entries;
+  }
+  EXPECT_GT(entries, 0u);
+  EXPECT_EQ(c.counters().corrupt, 0u);
+  c.clear();  // removes the entries and any temporary file a killed writer left
+  for (const auto& f : fs::directory_iterator(dir.path)) ADD_FAILURE() << "left behind: " << f.path();
+}
