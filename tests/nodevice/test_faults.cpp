@@ -54,7 +54,14 @@ TEST(Faults, WriterKilledMidWriteLeavesNoPartialEntry) {
   TempDir dir;
   const auto options = nvrtc::options_for("sm_90");
   // Children compile and write entries of distinct sources, killed at staggered moments (some before,
-  // some during, some after their writes).
+  // some during, some after their writes); the last is killed only once an entry exists (a slow machine,
+  // or a sanitizer build, may take longer than all the others' time to write one).
+  fs::create_directories(dir.path);
+  auto has_entry = [&] {
+    for (const auto& f : fs::directory_iterator(dir.path))
+      if (f.path().extension() == ".tfk") return true;
+    return false;
+  };
   for (int k = 0; k < 12; ++k) {
     const pid_t child = fork();
     ASSERT_GE(child, 0);
@@ -64,6 +71,7 @@ TEST(Faults, WriterKilledMidWriteLeavesNoPartialEntry) {
         c.get("extern \"C\" __global__ void w(float* p) { p[threadIdx.x] *= " + std::to_string(k * 1000 + i) + ".0f; }\n", "w", options);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50 + 37 * k));
+    for (int waited = 0; k == 11 && !has_entry() && waited < 600; ++waited) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     kill(child, SIGKILL);
     int status = 0;
     waitpid(child, &status, 0);
