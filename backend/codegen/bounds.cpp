@@ -12,10 +12,10 @@ std::string BoundsChecks::checked(const std::string& addr, const ir::Instr& in, 
   if (param < 0) return addr;  // a pointer chosen at run time (tl::where of pointers): not traced to one argument
   const int site = static_cast<int>(sites_.size());
   const std::size_t mask_at = in.op == ir::Op::load ? 1 : 2;
+  std::string text = ir::print(fn_, in);
+  text.erase(text.find_last_not_of('\n') + 1);
   sites_.push_back(AccessSite{in.op == ir::Op::load ? "load" : in.op == ir::Op::store ? "store" : "copy",
-                              ir::print(fn_, in).substr(0, ir::print(fn_, in).find_last_not_of('\n') + 1) +
-                                  (in.where.empty() ? "" : " [" + in.where + "]"),
-                              in.args.size() > mask_at});
+                              text + (in.where.empty() ? "" : " [" + in.where + "]"), in.args.size() > mask_at});
   return "tf_bounds(" + addr + ", a_" + text::identifier(fn_.params[param].name) + ", tf_counts.n[" + std::to_string(param) + "], " +
          std::to_string(width) + ", " + std::to_string(param) + ", " + std::to_string(site) + ", tf_fault, " + active + ")";
 }

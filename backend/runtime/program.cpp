@@ -114,9 +114,11 @@ codegen::Generated Program::generate(const Specialization& spec) const {
 
 std::string Program::cuda_source(const Specialization& spec) const { return generate(spec).source; }
 
-CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const {
+CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const { return compile_source(cuda_source(spec), arch); }
+
+CompiledInfo Program::compile_source(std::string source, const std::string& arch) const {
   CompiledInfo info;
-  info.source = cuda_source(spec);
+  info.source = std::move(source);
   const auto options = nvrtc::options_for(arch);
   const auto compiled = cache::KernelCache::global().get(info.source, codegen::kernel_symbol(fn_), options);
   for (const auto& o : options) info.options += (info.options.empty() ? "" : " ") + o;
@@ -285,7 +287,7 @@ Inspection Program::inspect(const LaunchConfig& config, std::span<const Arg> arg
   const auto options = nvrtc::options_for(out.arch);
   out.cache_key = cache::make_key(out.cuda, options, nvrtc::version());
   out.ptx = nvrtc::ptx(out.cuda, codegen::kernel_symbol(fn_), out.arch);
-  out.compiled = compile(out.spec, out.arch);
+  out.compiled = compile_source(out.cuda, out.arch);  // the source generated above, not generated again
   {
     std::lock_guard lock(gpu_->mutex);
     out.reason = why_new(out.spec, args);
@@ -425,9 +427,10 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
   std::size_t extra = args.size();
   if (packed > 1) params[extra++] = &programs_x;
   // Bounds checks: each argument's element count (by value, as the kernel's TfCounts) and the fault record.
-  std::vector<long long> counts(std::max<std::size_t>(args.size(), 1), 0);
+  long long counts[64];  // filled only with bounds checks: no work on the ordinary launch path
   std::uint64_t fault_address = 0;
   if (spec.bounds_checks) {
+    counts[0] = 0;  // (a kernel without parameters still takes one count)
     for (std::size_t i = 0; i < args.size(); ++i) counts[i] = static_cast<long long>(args[i].count);
     {
       std::lock_guard lock(gpu_->mutex);
@@ -439,7 +442,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
       }
     }
     fault_address = gpu_->fault->address();
-    params[extra++] = counts.data();
+    params[extra++] = counts;
     params[extra++] = &fault_address;
   }
   const driver::Dim3 grid{static_cast<unsigned>((config.grid.x + packed - 1) / packed),

@@ -149,6 +149,7 @@ class Program {
   void launch_gpu(const LaunchConfig& config, std::span<const Arg> args);
   [[noreturn]] void bad_argument(std::size_t index, const std::string& expected, const std::string& got) const;
   void check_arguments(const LaunchConfig& config, std::span<const Arg> args) const;
+  CompiledInfo compile_source(std::string source, const std::string& arch) const;
   std::string why_new(const Specialization& spec, std::span<const Arg> args) const;
   void check_fault(const std::vector<codegen::AccessSite>& sites, int packed);
   static constexpr std::size_t kFaultBytes = 48;  // the device's TfFault (codegen/prelude/bounds.cuh)
