@@ -411,6 +411,16 @@ void TileEmitter::loop(const ir::Instr& in) {
   std::istringstream lines(body.str());
   for (std::string line; std::getline(lines, line);) os_ << (line.rfind("#pragma", 0) == 0 ? "" : "  ") << line << "\n";
   os_ << "  }\n";
+  if (!piped.empty()) {
+    // The last S - 1 iterations issued copies for iterations past the end (predicated off, they still
+    // zero-fill their 16 bytes): they must land before anything reuses the loop's buffers (compute-
+    // sanitizer's racecheck found the write-after-write in causal attention, whose second loop reuses them).
+    os_ << "  tf_cp_wait<0>();  // every copy issued ahead has landed\n";
+    for (Buffer& o : buffers_)
+      if (o.group >= 0) o.group = -1;
+    barrier();
+    reads_pending_ = false;
+  }
   shared_top_ = shared_before;
   for (std::size_t k = 0; k < carried; ++k) {
     const ir::ValueId b = in.block_args[k + 1], r = in.results[k];

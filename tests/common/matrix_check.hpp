@@ -28,4 +28,15 @@ inline void matrix_ops_program(tilefuse::tl::Ptr<tilefuse::tl::f16> a, tilefuse:
   tilefuse::tl::store(c + rows(tilefuse::tl::all, tilefuse::tl::none) * 32 + rows(tilefuse::tl::none, tilefuse::tl::all), ab);
 }
 
+// A copy of rows of 16 halves between matrices with a row stride: each row starts wherever stride puts it,
+// so runs are 16-byte aligned only when the stride is a multiple of 8 (the fuzzer found them vectorized
+// at an odd stride).
+inline void strided_copy_program(tilefuse::tl::Ptr<tilefuse::tl::f16> a, tilefuse::tl::Ptr<tilefuse::tl::f16> b,
+                                 tilefuse::tl::Scalar<tilefuse::tl::i32> stride) {
+  namespace t = tilefuse::tl;
+  const auto rows = t::program_id(0) * 16 + t::arange<16>();
+  const auto offsets = rows(t::all, t::none) * stride + t::arange<16>()(t::none, t::all);
+  t::store(b + offsets, t::load(a + offsets));
+}
+
 }  // namespace tilefuse::test

@@ -47,6 +47,19 @@ TEST(Matrix, TwoDimensionalOpsInTheInterpreter) {
   }
 }
 
+// Rows at an odd stride start off 16-byte alignment: only a stride that is a multiple of 8 halves lets
+// the row runs move as 16-byte vectors.
+TEST(Matrix, RowStartsAreAlignedOnlyByTheStride) {
+  Kernel<&test::strided_copy_program> k("strided_copy", KernelOptions{1});
+  const std::string odd = k.program().cuda_source(Specialization{{16, 16, 1}});
+  const std::string two = k.program().cuda_source(Specialization{{16, 16, 2}});
+  const std::string eight = k.program().cuda_source(Specialization{{16, 16, 8}});
+  EXPECT_EQ(odd.find("tf_load_vec<tf_u16"), std::string::npos) << odd;
+  EXPECT_EQ(odd.find("tf_store_vec<tf_u16"), std::string::npos) << odd;
+  EXPECT_NE(two.find("tf_load_vec<tf_u16, 2>"), std::string::npos) << two;
+  EXPECT_NE(eight.find("tf_load_vec<tf_u16, 8>"), std::string::npos) << eight;
+}
+
 TEST(Matrix, TracesTwoDimensionalIr) {
   Kernel<&test::matrix_ops_program> k("matrix_ops", KernelOptions{4});
   const std::string ir = ir::print(k.program().ir());
@@ -142,6 +155,27 @@ TEST(Matrix, KernelsCompileForSm90) {
 
 // Loads that feed a loop's dots are copied a stage ahead (num_stages 2, the default), in place with 1;
 // either way the interpreter's answer is the program's, and a stage count out of range is an error.
+// A loop with copies issued ahead leaves copies for iterations past its end in flight (predicated off,
+// they still zero-fill): every one must land before the next loop's copies reuse the buffers. Attention
+// has two such loops (whole key blocks, then the masked last one); compute-sanitizer's racecheck found
+// the write-after-write between them before each loop ended with this wait.
+TEST(Matrix, CopiesAheadLandBeforeTheNextLoopReusesTheirBuffers) {
+  for (int stages : {2, 3}) {
+    KernelOptions o;
+    o.num_warps = 4;
+    o.num_stages = stages;
+    Kernel<&kernels::attention_program<tl::f16, 128, 64, 64, true>> k("attention_two_loops", o);
+    const std::string cuda = k.program().cuda_source(k.program().default_specialization());
+    const std::size_t first = cuda.find("// copies ahead for the loop below");
+    const std::size_t second = cuda.find("// copies ahead for the loop below", first + 1);
+    ASSERT_NE(second, std::string::npos) << "attention has two pipelined loops";
+    const std::size_t wait = cuda.find("tf_cp_wait<0>();", first);
+    EXPECT_LT(wait, second) << "stages " << stages;
+    EXPECT_NE(cuda.find("__syncthreads();", wait), std::string::npos);
+    EXPECT_LT(cuda.find("__syncthreads();", wait), second);
+  }
+}
+
 TEST(Matrix, PipelinedCopiesFollowNumStages) {
   using Program = kernels::MatmulEpilogue;
   auto source = [](int stages) {

@@ -149,7 +149,10 @@ class AxisAnalysis {
   static bool row_constant(const AxisInfo& x) { return x.uniform || x.constancy >= kUnknownLarge; }
 
   // expand and broadcast of 2D tiles, whose runs are along the last dimension (the columns): a row [1, n]
-  // keeps the 1D tile's runs; a column [n, 1] is constant along each row.
+  // keeps the 1D tile's runs; a column [n, 1] is constant along each row, and each of its elements starts
+  // a run of its own, so what divides them all is what divides the 1D tile's every element: its runs'
+  // start only when those runs are single elements (found by the fuzzer: rows[:, None] * 17 + cols was
+  // taken to start every row 16-aligned, as rows' runs start, and loads were vectorized off alignment).
   void shape(const ir::Instr& in, AxisInfo& r) const {
     const ir::ValueType& t = fn_.values[in.result];
     const AxisInfo& x = arg(in, 0);
@@ -159,6 +162,7 @@ class AxisAnalysis {
     r.always_true = x.always_true;
     const bool column = in.op == ir::Op::expand ? in.as<ir::attr::Axis>().axis == 1 : fn_.values[in.args[0]].dims[1] == 1;
     if (column && !(in.op == ir::Op::broadcast && t.dims[1] == 1)) {
+      if (x.contiguity > 1) r.divisibility = 1;
       r.contiguity = 1;
       r.constancy = kUnknownLarge;
     }
