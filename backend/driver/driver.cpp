@@ -7,6 +7,8 @@
 
 #include <mutex>
 
+#include "backend/knobs/knobs.hpp"
+
 namespace tilefuse::driver {
 
 namespace {
@@ -67,8 +69,29 @@ std::string error_text(const Api& api, CUresult r) {
 template <class F>
 bool resolve(void* lib, const char* symbol, F& out, std::string& reason) {
   out = reinterpret_cast<F>(dlsym(lib, symbol));
-  if (!out) reason = std::string("libcuda.so.1 has no symbol ") + symbol + " (driver too old?)";
+  if (!out) reason = "the CUDA driver library " + knobs::cuda_driver() + " has no symbol " + symbol + " (not a CUDA driver, or one too old)";
   return out != nullptr;
+}
+
+std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+// The CUBINs tilefuse loads come from the NVRTC of the toolkit it was built with (CUDA_VERSION of its
+// cuda.h); a driver runs them from the same major release on (CUDA's minor-version compatibility).
+bool driver_new_enough(void* lib, Api& a, std::string& why) {
+  if (!resolve(lib, "cuDriverGetVersion", a.driver_get_version, why)) return false;
+  int version = 0;
+  if (a.driver_get_version(&version) != CUDA_SUCCESS) {
+    why = "cuDriverGetVersion of the CUDA driver library " + knobs::cuda_driver() + " failed";
+    return false;
+  }
+  constexpr int kNeeded = CUDA_VERSION / 1000 * 1000;
+  if (version < kNeeded) {
+    why = "the CUDA driver is too old: it supports CUDA " + cuda_version_text(version) + " (cuDriverGetVersion gives " +
+          std::to_string(version) + "), and tilefuse, built with CUDA " + cuda_version_text(CUDA_VERSION) +
+          ", needs a driver for CUDA " + cuda_version_text(kNeeded) + " or newer; update the NVIDIA driver";
+    return false;
+  }
+  return true;
 }
 
 // Resolves every entry point from `lib`; on failure `why` says which symbol is missing.
@@ -150,13 +173,15 @@ bool start_device(State& st) {
 State& state() {
   static State s = [] {
     State st;
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    const std::string library = knobs::cuda_driver();
+    void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       const char* e = dlerror();
-      st.reason = std::string("no CUDA driver: dlopen(\"libcuda.so.1\") failed: ") + (e ? e : "unknown error");
+      st.reason = "no CUDA driver: dlopen(\"" + library + "\") failed: " + (e ? e : "unknown error") +
+                  " (TILEFUSE_CUDA_DRIVER names another library)";
       return st;
     }
-    st.ok = resolve_api(lib, st.api, st.reason) && start_device(st);
+    st.ok = driver_new_enough(lib, st.api, st.reason) && resolve_api(lib, st.api, st.reason) && start_device(st);
     return st;
   }();
   return s;

@@ -16,7 +16,8 @@ class DriverError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// No usable GPU: no libcuda.so.1, no device, or a driver that refuses to start; what() says which.
+/// No usable GPU: no driver library (libcuda.so.1, or TILEFUSE_CUDA_DRIVER), a driver too old for the CUDA
+/// tilefuse was built with, no device, or a driver that refuses to start; what() says which.
 class DeviceUnavailable : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

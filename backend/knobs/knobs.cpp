@@ -18,6 +18,8 @@ constexpr Knob kTable[] = {
     {"TILEFUSE_LOG_RECOMPILES", "0 or 1", "print to stderr why each GPU specialization after a kernel's first was compiled"},
     {"TILEFUSE_DEBUG_BOUNDS", "0 or 1",
      "GPU kernels check every load and store against its argument's size and report the first violation (slow)"},
+    {"TILEFUSE_CUDA_DRIVER", "a library name or path",
+     "the CUDA driver library tilefuse opens (default `libcuda.so.1`, found as the dynamic loader finds libraries)"},
     {"TILEFUSE_FUZZ_PROGRAMS", "0 to 10000000", "programs the CPU tier's differential fuzzer test generates (default 2000)"},
     {"TILEFUSE_UPDATE_GOLDENS", "0 or 1", "the codegen golden tests rewrite tests/goldens instead of comparing"},
     {"XDG_CACHE_HOME", "a directory", "the default disk cache is `$XDG_CACHE_HOME/tilefuse` when TILEFUSE_CACHE_DIR is unset"},
@@ -59,6 +61,11 @@ bool log_recompiles() {
 }
 
 bool debug_bounds() { return flag("TILEFUSE_DEBUG_BOUNDS"); }
+
+std::string cuda_driver() {
+  const char* v = get("TILEFUSE_CUDA_DRIVER");
+  return v ? v : "libcuda.so.1";
+}
 
 long fuzz_programs() {
   const char* v = get("TILEFUSE_FUZZ_PROGRAMS");

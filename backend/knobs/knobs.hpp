@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <span>
+#include <string>
 
 namespace tilefuse::knobs {
 
@@ -32,6 +33,9 @@ bool log_recompiles();
 /// TILEFUSE_DEBUG_BOUNDS: GPU kernels compiled from now on check each access against its argument's size
 /// (read at each kernel's first GPU launch, so a test can switch it).
 bool debug_bounds();
+/// TILEFUSE_CUDA_DRIVER: the driver library to open (default "libcuda.so.1"); read once, by the driver's
+/// first use.
+std::string cuda_driver();
 /// TILEFUSE_FUZZ_PROGRAMS: how many programs the CPU tier's fuzzer test generates (default 2000).
 long fuzz_programs();
 /// TILEFUSE_UPDATE_GOLDENS: the codegen golden tests rewrite their files instead of comparing.

@@ -1,6 +1,9 @@
 // Faults without a GPU: an NVRTC failure (a named error, nothing cached, the next compile works, also when
-// many threads wait on the failing one) and a cache writer killed mid-write (readers never see a partial
-// entry; the next process compiles and the leftovers are cleared).
+// many threads wait on the failing one), a cache writer killed mid-write (readers never see a partial
+// entry; the next process compiles and the leftovers are cleared), and a CUDA driver that is missing, too
+// old, incomplete or without a device (fake driver libraries through TILEFUSE_CUDA_DRIVER, each in a child
+// process, since the driver is opened once per process): a named DeviceUnavailable, and the interpreter
+// runs on.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -86,4 +89,51 @@ TEST(Faults, WriterKilledMidWriteLeavesNoPartialEntry) {
   EXPECT_EQ(c.counters().corrupt, 0u);
   c.clear();  // removes the entries and any temporary file a killed writer left
   for (const auto& f : fs::directory_iterator(dir.path)) ADD_FAILURE() << "left behind: " << f.path();
+}
+
+namespace {
+
+// Runs tilefuse_driver_probe with TILEFUSE_CUDA_DRIVER=`library` (a fresh process: the driver is opened
+// once per process): "" when the driver is unavailable for a reason containing `expected`, device() and
+// allocations say so, and the interpreter runs; otherwise what the probe printed.
+std::string driver_fault(const std::string& library, const std::string& expected) {
+  int out[2];
+  if (pipe(out) != 0) return "pipe failed";
+  const pid_t child = fork();
+  if (child == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    close(out[0]);
+    close(out[1]);
+    setenv("TILEFUSE_CUDA_DRIVER", library.c_str(), 1);
+    execl(TILEFUSE_DRIVER_PROBE, TILEFUSE_DRIVER_PROBE, expected.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  std::string got;
+  char buffer[512];
+  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;) got.append(buffer, static_cast<std::size_t>(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) got += " (the probe exited with status " + std::to_string(status) + ")";
+  return got;
+}
+
+}  // namespace
+
+TEST(Faults, MissingDriverLibraryIsNamed) {
+  EXPECT_EQ(driver_fault("/nonexistent/libcuda.so.1", "no CUDA driver: dlopen(\"/nonexistent/libcuda.so.1\") failed"), "");
+}
+
+TEST(Faults, DriverTooOldIsNamedWithBothVersions) {
+  EXPECT_EQ(driver_fault(TILEFUSE_FAKE_DRIVER_OLD, "the CUDA driver is too old: it supports CUDA 12.4 (cuDriverGetVersion gives 12040)"), "");
+  EXPECT_EQ(driver_fault(TILEFUSE_FAKE_DRIVER_OLD, "update the NVIDIA driver"), "");
+}
+
+TEST(Faults, DriverWithoutEntryPointsIsNamed) {
+  EXPECT_EQ(driver_fault(TILEFUSE_FAKE_DRIVER_PARTIAL, "has no symbol cuInit (not a CUDA driver, or one too old)"), "");
+}
+
+TEST(Faults, DriverWithoutDeviceIsNamed) {
+  EXPECT_EQ(driver_fault(TILEFUSE_FAKE_DRIVER_NODEVICE, "cuInit failed with CUDA_ERROR_NO_DEVICE"), "");
 }
