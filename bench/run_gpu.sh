@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Everything the GPU machine runs in one go: build, all test tiers, the examples, the benchmark table,
+# Everything the GPU machine runs in one go: build, all test tiers, compute-sanitizer over the device tier
+# and the examples, the examples, the benchmark table,
 # (when given) the peers script, and the matrix peers (bench/peers_matrix.py), so that every ratio comes
 # from one run on one machine.
 #   bash bench/run_gpu.sh OUT_DIR [peers.py]
@@ -21,6 +22,12 @@ ctest --test-dir build-gpu --output-on-failure -j 4 -E "bench_smoke|example_soft
 grep -E "tests passed|tests failed|Failed|\*\*\*" "$out/ctest.log" | tail -25
 ctest --test-dir build-gpu --output-on-failure -R "bench_smoke|example_softmax" >> "$out/ctest.log" 2>&1 || status=1
 grep -E "^[0-9]+% tests" "$out/ctest.log"
+# compute-sanitizer (memcheck, racecheck, synccheck) over the device tier and the examples: bench/sanitize_gpu.sh
+# (SANITIZE=0 skips it; racecheck of the attention tests takes minutes).
+if [ "${SANITIZE:-1}" != 0 ]; then
+  bash bench/sanitize_gpu.sh build-gpu "$out/sanitizers" > "$out/sanitizers.log" 2>&1 || status=1
+  cat "$out/sanitizers/sanitizers.md"
+fi
 ./build-gpu/softmax 2>&1 | tee "$out/example_softmax.txt" || status=1
 ./build-gpu/softmax --dtype bf16 --rows 16384 2>&1 | tee -a "$out/example_softmax.txt" || status=1
 ./build-gpu/fused_epilogue 2>&1 | tee -a "$out/example_softmax.txt" || status=1

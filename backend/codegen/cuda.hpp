@@ -30,6 +30,8 @@ struct Options {
   /// element count (bounds.hpp). The kernel takes two more trailing parameters, after the packed-program
   /// count if any: `TfCounts tf_counts` (each parameter's element count, by value) and `TfFault* tf_fault`.
   bool bounds_checks = false;
+  /// Tile division rounds correctly (IEEE) instead of through div.full.f32 (KernelOptions::precise_division).
+  bool precise_division = false;
 };
 
 /// A global access a bounds-checked kernel may report (Generated::access_sites).

@@ -179,19 +179,20 @@ std::string Emitter::live(const ir::ValueType& t) const {
 std::string kernel_symbol(const ir::Function& fn) { return "tilefuse_" + text::identifier(fn.name); }
 
 Generated generate(const ir::Function& fn, const passes::Analysis& analysis, const Options& options) {
+  Generated g;
   if (analysis.matrix) {
     TileEmitter e(fn, analysis, options);
-    Generated g;
     g.source = e.run();
     g.shared_bytes = e.shared_bytes();
     g.access_sites = e.bounds_.sites();
-    return g;
+  } else {
+    Emitter e(fn, analysis, options);
+    g.source = e.run();
+    g.shared_bytes = ir::stage_bytes(fn.stages) * options.programs_per_block;
+    g.access_sites = e.bounds_.sites();
   }
-  Emitter e(fn, analysis, options);
-  Generated g;
-  g.source = e.run();
-  g.shared_bytes = ir::stage_bytes(fn.stages) * options.programs_per_block;
-  g.access_sites = e.bounds_.sites();
+  // The prelude's tf_div reads it (prelude/core.cuh).
+  if (options.precise_division) g.source = "#define TF_PRECISE_DIVISION 1  // tile division rounds correctly (IEEE)\n" + g.source;
   return g;
 }
 

@@ -15,6 +15,12 @@ thread_local std::uint64_t wrapped_count = 0;
 }  // namespace
 
 std::uint64_t wrapped_operations() { return wrapped_count; }
+
+namespace {
+thread_local bool reordered = false;
+}  // namespace
+void set_reordered_sums(bool on) { reordered = on; }
+bool reordered_sums() { return reordered; }
 void reset_wrapped_operations() { wrapped_count = 0; }
 
 }  // namespace tilefuse::interp

@@ -42,9 +42,11 @@ void run(const ir::Function& fn, std::int64_t gx, std::int64_t gy, std::int64_t 
           for (auto& p : cluster) stop = p.run_until_cluster_op(pc);
           if (stop >= fn.body.size()) break;
           const ir::Instr& in = fn.body[stop];
-          float acc = cluster[0].cluster_operand(in);
+          // (reordered_sums: from the last rank)
+          const bool reverse = reordered_sums();
+          float acc = cluster[reverse ? cluster_size - 1 : 0].cluster_operand(in);
           for (int k = 1; k < cluster_size; ++k) {
-            const float v = cluster[k].cluster_operand(in);
+            const float v = cluster[reverse ? cluster_size - 1 - k : k].cluster_operand(in);
             acc = in.op == ir::Op::cluster_max ? std::fmax(acc, v) : acc + v;
           }
           for (auto& p : cluster) p.set_cluster_result(in, acc);

@@ -34,6 +34,16 @@ std::uint64_t wrapped_operations();
 /// Sets this thread's wrapped_operations() to 0.
 void reset_wrapped_operations();
 
+/// While on (for this thread's runs), float sums go in another order and rounding that are just as valid:
+/// reductions and sums along an axis add one by one from the last element instead of by a pairwise tree;
+/// dot's steps of 16 cut their terms and their sum toward zero, as tensor cores are measured to (instead
+/// of rounding the exact sum to nearest); cluster sums combine ranks from the last. The GPU is free to
+/// order and round its sums its own way (warp shuffles, tensor-core steps), so a program whose results
+/// change under this depends on that: the differential fuzzer calls such a program's differences explained.
+void set_reordered_sums(bool on);
+/// Whether set_reordered_sums is on for this thread.
+bool reordered_sums();
+
 /// Runs `fn` for every program of the grid (x fastest), in order; with cluster reductions, the
 /// `cluster_size` programs of each cluster along x in lockstep between them.
 void run(const ir::Function& fn, std::int64_t grid_x, std::int64_t grid_y, std::int64_t grid_z,

@@ -1,7 +1,7 @@
 // The interpreter's 2D operations: expand, broadcast and trans move elements between row-major tiles;
-// reductions along an axis combine as the 1D reductions do (sums in f32 by a pairwise tree); dot rounds
-// nothing but its f32 sums, as the tensor cores do: f16/bf16 products are exact in f32, and they are
-// accumulated in f32 onto the accumulator in k order.
+// reductions along an axis combine as the 1D reductions do (sums in f32 by a pairwise tree); dot adds
+// exact f16/bf16 products to its f32 accumulator 16 at a time, one rounding per step of 16 in k order, as
+// the tensor cores' m16n8k16 steps do.
 #include "backend/interp/program.hpp"
 
 namespace tilefuse::interp::detail {
@@ -11,6 +11,24 @@ namespace {
 // Row and column counts of a 2D (or, for 1D, [1, n]) value type.
 std::int64_t rows_of(const ir::ValueType& t) { return t.rank == 2 ? t.dims[0] : 1; }
 std::int64_t cols_of(const ir::ValueType& t) { return t.rank == 2 ? t.dims[1] : t.dims[0]; }
+
+// One tensor-core step as the hardware is measured to do it (products exact; every term aligned to the
+// largest one's exponent and cut toward zero to f32's 24 bits there; the sum cut toward zero to f32),
+// rather than the exact sum rounded once: the interpreter's other way of summing (set_reordered_sums).
+float truncated_step(float acc, const double* terms, std::int64_t n) {
+  double big = std::abs(static_cast<double>(acc)), exact = acc;
+  for (std::int64_t k = 0; k < n; ++k) big = std::max(big, std::abs(terms[k])), exact += terms[k];
+  if (!std::isfinite(exact) || big == 0.0) return static_cast<float>(exact);
+  int e = 0;
+  std::frexp(big, &e);
+  const double quantum = std::ldexp(1.0, e - 24);
+  double sum = std::trunc(static_cast<double>(acc) / quantum) * quantum;
+  for (std::int64_t k = 0; k < n; ++k) sum += std::trunc(terms[k] / quantum) * quantum;
+  if (std::abs(sum) > std::numeric_limits<float>::max()) return static_cast<float>(sum);  // overflow: infinity
+  float f = static_cast<float>(sum);
+  if (std::abs(static_cast<double>(f)) > std::abs(sum)) f = std::nextafter(f, 0.0f);
+  return f;
+}
 
 }  // namespace
 
@@ -72,12 +90,32 @@ void Program::dot(const ir::Instr& in) {
   const std::int64_t M = a.dims[0], K = a.dims[1], N = b.dims[1];
   const bool has_acc = in.args.size() == 3;
   Value& r = make(in);
+  // As a tensor core does it (mma.sync m16n8k16): each step of 16 along K adds its 16 products, exact
+  // (f16 and bf16 products fit a double), to the f32 accumulator with one rounding to f32; the steps
+  // go in order of K. So an exact sum beyond f32's range overflows where the GPU's does (found by the
+  // fuzzer: products rounded to f32 one by one had made inf - inf = NaN where the GPU gave -inf).
+  constexpr std::int64_t kStep = 16;
+  const bool one_by_one = reordered_sums();  // (interp.hpp)
   for (std::int64_t i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < N; ++j) {
       float acc = has_acc ? static_cast<float>(fx(in, 2, static_cast<std::size_t>(i * N + j))) : 0.0f;
-      for (std::int64_t k = 0; k < K; ++k)
-        acc += static_cast<float>(fx(in, 0, static_cast<std::size_t>(i * K + k))) *
-               static_cast<float>(fx(in, 1, static_cast<std::size_t>(k * N + j)));
+      if (one_by_one) {  // the tensor cores' own way, as measured of them: see truncated_step
+        for (std::int64_t k0 = 0; k0 < K; k0 += kStep) {
+          double terms[kStep];
+          const std::int64_t n = std::min(K, k0 + kStep) - k0;
+          for (std::int64_t k = 0; k < n; ++k)
+            terms[k] = fx(in, 0, static_cast<std::size_t>(i * K + k0 + k)) * fx(in, 1, static_cast<std::size_t>((k0 + k) * N + j));
+          acc = truncated_step(acc, terms, n);
+        }
+        r.f[static_cast<std::size_t>(i * N + j)] = acc;
+        continue;
+      }
+      for (std::int64_t k0 = 0; k0 < K; k0 += kStep) {
+        double step = acc;
+        for (std::int64_t k = k0; k < std::min(K, k0 + kStep); ++k)
+          step += fx(in, 0, static_cast<std::size_t>(i * K + k)) * fx(in, 1, static_cast<std::size_t>(k * N + j));
+        acc = static_cast<float>(step);
+      }
       r.f[static_cast<std::size_t>(i * N + j)] = acc;
     }
 }

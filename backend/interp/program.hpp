@@ -46,6 +46,11 @@ inline std::int64_t wrap(DType t, std::int64_t x) {
 // tests compare with a tolerance), so the error grows with log n, not n. Shared by the 1D reductions and
 // the reductions along an axis.
 inline float tree_sum(std::vector<float> level) {
+  if (reordered_sums()) {  // one by one from the last (interp.hpp)
+    float acc = 0.0f;
+    for (auto x = level.rbegin(); x != level.rend(); ++x) acc += *x;
+    return acc;
+  }
   while (level.size() > 1) {
     std::vector<float> next((level.size() + 1) / 2);
     for (std::size_t j = 0; j < next.size(); ++j) next[j] = 2 * j + 1 < level.size() ? level[2 * j] + level[2 * j + 1] : level[2 * j];

@@ -109,7 +109,7 @@ codegen::Generated Program::generate(const Specialization& spec) const {
   const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility);
   return codegen::generate(
       fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, options_.min_programs_per_sm, options_.cluster_size,
-                                  options_.num_stages, spec.bounds_checks});
+                                  options_.num_stages, spec.bounds_checks, options_.precise_division});
 }
 
 std::string Program::cuda_source(const Specialization& spec) const { return generate(spec).source; }

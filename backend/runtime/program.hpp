@@ -38,6 +38,10 @@ struct KernelOptions {
   /// iterations ahead minus one (Triton's num_stages): 2 overlaps each iteration's copies with the
   /// previous iteration's math; 1 copies and waits in place. 1 to 4.
   int num_stages = 2;
+  /// Tile division rounds correctly (IEEE, as the interpreter and scalar division do) instead of through
+  /// div.full.f32, which is faster and within 2 ulp (Triton's default too). For programs that truncate a
+  /// quotient to an integer, where 2 ulp can cross an integer.
+  bool precise_division = false;
 };
 
 /// What is known about each argument at compile time: the power of two that divides an integer argument

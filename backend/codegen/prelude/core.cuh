@@ -21,7 +21,11 @@ __device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
 // (.ftz: results below 2^-126 flush to 0, which spares the range scaling around each ex2.)
 __device__ __forceinline__ float tf_exp2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 __device__ __forceinline__ float tf_exp(float x) { return tf_exp2(x * 1.44269504088896341f); }
+#ifdef TF_PRECISE_DIVISION  // KernelOptions::precise_division: IEEE division, correctly rounded
+__device__ __forceinline__ float tf_div(float a, float b) { return __fdiv_rn(a, b); }
+#else
 __device__ __forceinline__ float tf_div(float a, float b) { float y; asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }
+#endif
 __device__ __forceinline__ long long tf_f2ll(float f) { return __float2ll_rz(f); }
 // Two floats rounded to f16 or bf16 and packed in one word, low element first: one instruction on sm_80+.
 __device__ __forceinline__ unsigned tf_pack_bf16x2(float lo, float hi) {

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# compute-sanitizer over the device tier and every GPU example, on the GPU machine: memcheck (out-of-bounds
+# and misaligned accesses, leaks of device memory), racecheck (shared-memory hazards) and synccheck
+# (barriers misused). The device tier runs in gtest shards side by side, each under the tool; a run is
+# clean when every process reports zero errors and zero hazards and every test and example passes.
+# Writes OUT_DIR/sanitizers.md (the table) and one log per process.
+#   bash bench/sanitize_gpu.sh BUILD_DIR OUT_DIR [memcheck|racecheck|synccheck]...
+# The tests that inject failing CUDA calls (an allocation beyond memory, rejected launches) make API
+# errors on purpose, so API errors are not reported by the tool (--report-api-errors no): every other
+# failing call throws and fails its test anyway.
+set -uo pipefail
+build=${1:?usage: sanitize_gpu.sh BUILD_DIR OUT_DIR [tool]...}
+out=${2:?usage: sanitize_gpu.sh BUILD_DIR OUT_DIR [tool]...}
+shift 2
+tools=("$@")
+[ ${#tools[@]} -gt 0 ] || tools=(memcheck racecheck synccheck)
+shards=${SANITIZE_SHARDS:-16}
+cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+mkdir -p "$out"
+export TILEFUSE_CACHE_DIR=${TILEFUSE_CACHE_DIR:-$PWD/$build/kernel-cache}
+# The examples at the sizes the test suite runs them (bench-sized runs add time, not coverage).
+examples=(
+  "quickstart"
+  "softmax --rows 512 --cols 3000 --runs 3"
+  "softmax --rows 512 --cols 1000 --dtype bf16 --runs 3"
+  "device_memory --rows 500 --cols 3000"
+  "fused_epilogue --rows 256 --cols 1000 --runs 3"
+  "attention --batch 2 --heads 4 --seq 1000 --runs 2"
+  "attention --batch 1 --heads 4 --seq 777 --dim 64 --causal 1 --dtype f16 --runs 2"
+  "matmul --m 1000 --n 1000 --k 1000 --runs 2"
+)
+[ -x "$build/torch_tensors" ] && examples+=("torch_tensors")
+summary="$out/sanitizers.md"
+{
+  echo "| tool | device-tier tests passed | examples passed | errors reported | wall |"
+  echo "|---|---:|---:|---:|---:|"
+} > "$summary"
+status=0
+for tool in "${tools[@]}"; do
+  start=$(date +%s)
+  extra=()
+  [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+  pids=() example_pids=()
+  for ((i = 0; i < shards; ++i)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$cs" --tool "$tool" "${extra[@]}" --report-api-errors no \
+      --error-exitcode 99 "$build/tests/tilefuse_tests_device" --gtest_brief=1 > "$out/$tool-device-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((e = 0; e < ${#examples[@]}; ++e)); do
+    read -r -a cmd <<< "${examples[$e]}"
+    "$cs" --tool "$tool" "${extra[@]}" --report-api-errors no --error-exitcode 99 "$build/${cmd[0]}" "${cmd[@]:1}" \
+      > "$out/$tool-example-$e.log" 2>&1 &
+    example_pids+=($!)
+  done
+  # A process exits 99 when the tool reported something, else with the test binary's or example's status.
+  failed_procs=0 ex_ok=0
+  for p in "${pids[@]}"; do wait "$p" || failed_procs=$((failed_procs + 1)); done
+  for p in "${example_pids[@]}"; do wait "$p" && ex_ok=$((ex_ok + 1)) || failed_procs=$((failed_procs + 1)); done
+  passed=$(cat "$out/$tool"-device-*.log | grep -oE '^\[  PASSED  \] [0-9]+' | awk '{s += $4} END {print s + 0}')
+  tests_failed=$(cat "$out/$tool"-device-*.log | grep -cE '^\[  FAILED  \]')
+  errors=$(cat "$out/$tool"-*.log | grep -oE "ERROR SUMMARY: [0-9]+ error" | awk '{s += $3} END {print s + 0}')
+  hazards=$(cat "$out/$tool"-*.log | grep -oE "RACECHECK SUMMARY: [0-9]+ hazard" | awk '{s += $3} END {print s + 0}')
+  total=$((errors + hazards))
+  echo "| $tool | $passed ($tests_failed failed) | $ex_ok of ${#examples[@]} | $total | $(( $(date +%s) - start )) s |" >> "$summary"
+  [ "$failed_procs" -eq 0 ] && [ "$total" -eq 0 ] && [ "$tests_failed" -eq 0 ] && [ "$ex_ok" -eq ${#examples[@]} ] || status=1
+done
+cat "$summary"
+exit $status
