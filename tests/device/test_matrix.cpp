@@ -3,6 +3,8 @@
 // with every 2D operation against the interpreter.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "backend/runtime/buffer.hpp"
 #include "tests/common/gpu.hpp"
 #include "tests/common/matrix_check.hpp"
@@ -55,14 +57,18 @@ void gpu_attention(std::uint64_t seed, const kernels::AttentionShape& s, bool ca
   }
 }
 
-TEST_F(MatrixGpu, AttentionEveryModeMatchesFloat64) {
-  for (int d : {64, 128})
-    for (bool causal : {false, true})
-      for (std::int64_t seq : {200, 1024}) {
-        gpu_attention<bfloat16>(fresh_seed(), {2, 3, seq, d}, causal, 1e-2);
-        gpu_attention<half>(fresh_seed(), {1, 2, seq, d}, causal, 5e-3);
-      }
+// Every mode as its own test (head dim, causal or not, a ragged and a whole number of blocks), so that
+// shards (compute-sanitizer runs, bench/sanitize_gpu.sh) spread them.
+class AttentionModeGpu : public test::Gpu, public ::testing::WithParamInterface<std::tuple<int, bool, std::int64_t>> {};
+
+TEST_P(AttentionModeGpu, MatchesFloat64) {
+  const auto [d, causal, seq] = GetParam();
+  gpu_attention<bfloat16>(fresh_seed(), {2, 3, seq, d}, causal, 1e-2);
+  gpu_attention<half>(fresh_seed(), {1, 2, seq, d}, causal, 5e-3);
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryMode, AttentionModeGpu,
+                         ::testing::Combine(::testing::Values(64, 128), ::testing::Bool(), ::testing::Values(std::int64_t{200}, std::int64_t{1024})));
 
 TEST_F(MatrixGpu, NaiveAttentionMatchesFloat64) {
   for (bool causal : {false, true}) {

@@ -12,6 +12,7 @@
 #include "dsl/tl.hpp"
 #include "kernels/matmul/matmul.hpp"
 #include "kernels/softmax/softmax.hpp"
+#include "tests/common/text.hpp"
 #ifdef TILEFUSE_HAVE_DLPACK
 #include "backend/runtime/dlpack.hpp"
 #endif
@@ -26,14 +27,7 @@ void twice(tl::Ptr<const tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> 
   tl::store(out + i, tl::load(in + i, i < n) * 2.0f, i < n);
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::message_of;
 
 Kernel<&twice>& twice_kernel() {
   static Kernel<&twice> k("twice", {.num_warps = 2, .param_names = {"in", "out", "n"}});

@@ -5,6 +5,7 @@
 #include "backend/driver/driver.hpp"
 #include "dsl/tl.hpp"
 #include "kernels/softmax/softmax.hpp"
+#include "tests/common/text.hpp"
 
 using namespace tilefuse;
 
@@ -15,14 +16,7 @@ void scale(tl::Ptr<tl::f32> x, tl::Scalar<tl::f32> s, tl::Scalar<tl::i32> n) {
   tl::store(x + i, tl::load(x + i, i < n) * s, i < n);
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::message_of;
 
 }  // namespace
 
