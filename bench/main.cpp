@@ -1,8 +1,11 @@
 // The bench's entry point: Google Benchmark over every family (softmax.cpp, layernorm.cpp, epilogue.cpp)
 // and the host costs (host.cpp), then the results table (the README's performance table is built from it).
 //
-//   tilefuse_bench [--smoke] [--table results.md] [tuning flags] [google benchmark flags]
+//   tilefuse_bench [--smoke] [--table results.md] [--sweep N [--sweep-seed S]] [tuning flags]
+//                  [google benchmark flags]
 //
+// --sweep N adds N generated shapes for softmax_auto and layernorm_auto (bench/sweep.cpp; filter them with
+// --benchmark_filter=sweep) and prints their x-copy distribution at the end.
 // Tuning flags set kernels::Tuning for every launch (unset: each kernel's rule; bench/sweep_rows.sh sweeps
 // them): --row-elements N, --resident-threads N, --staged-warps N, --stage-bytes N, --carveout P,
 // --looped-programs-per-sm K.
@@ -16,6 +19,7 @@
 
 #include "backend/nvrtc/nvrtc.hpp"
 #include "bench/harness.hpp"
+#include "bench/sweep.hpp"
 #include "kernels/rows/rules.hpp"
 
 namespace tilefuse::bench {
@@ -75,17 +79,21 @@ int main(int argc, char** argv) {
   using namespace tilefuse;
   bench::Run& r = bench::run();
   std::string table;
+  int sweep = 0;
+  std::uint64_t sweep_seed = 1;
   std::vector<char*> rest{argv[0]};
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--help") {
-        std::printf("tilefuse_bench [--smoke] [--table results.md] [tuning flags] [google benchmark flags]\n"
+        std::printf("tilefuse_bench [--smoke] [--table results.md] [--sweep N [--sweep-seed S]] [tuning flags] [google benchmark flags]\n"
                     "tuning flags (kernels::Tuning; unset: each kernel's rule): --row-elements N, --resident-threads N,\n"
                     "  --staged-warps N, --stage-bytes N, --carveout P, --looped-programs-per-sm K\n\n");
         rest.push_back(argv[i]);
       } else if (a == "--smoke") r.smoke = true;
       else if (a == "--table" && i + 1 < argc) table = argv[++i];
+      else if (a == "--sweep" && i + 1 < argc) sweep = std::stoi(argv[++i]);
+      else if (a == "--sweep-seed" && i + 1 < argc) sweep_seed = std::stoull(argv[++i]);
       else if (a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && i + 1 < argc && bench::tuning_flag(a, argv[i + 1], r.tuning)) ++i;
       else rest.push_back(argv[i]);
     }
@@ -102,9 +110,11 @@ int main(int argc, char** argv) {
   bench::register_epilogue();
   bench::register_matrix();
   bench::register_host_costs();
+  if (sweep > 0) bench::register_sweep(sweep, sweep_seed);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   bench::write_table(table);
+  bench::print_sweep_summary();
   if (r.failed) std::fprintf(stderr, "tilefuse_bench: a kernel gave a wrong result or the cache missed (see above)\n");
   return r.failed ? 1 : 0;
 }

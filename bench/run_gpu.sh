@@ -35,6 +35,12 @@ fi
 ./build-gpu/matmul 2>&1 | tee -a "$out/example_matrix.txt" || status=1
 ./build-gpu/bench/tilefuse_bench --table "$out/bench_table.md" > "$out/bench.log" 2>&1 || { status=1; tail -20 "$out/bench.log"; }
 cat "$out/bench_table.md"
+# The shape sweep (bench/sweep.cpp): SWEEP generated shapes (default 60; 0 skips) through the automatic choice.
+if [ "${SWEEP:-60}" != 0 ]; then
+  ./build-gpu/bench/tilefuse_bench --sweep "${SWEEP:-60}" --benchmark_filter=sweep --table "$out/sweep_table.md" > "$out/sweep.log" 2>&1 ||
+    { status=1; tail -20 "$out/sweep.log"; }
+  grep "^sweep " "$out/sweep.log"
+fi
 if [ -n "$peers" ]; then
   PYTHONUNBUFFERED=1 OUT=$out timeout 300 python3 "$peers" > "$out/peers.txt" 2>&1 || echo "peers failed: see peers.txt"
   cat "$out/peers.txt" | grep -vi warn | head -60

@@ -15,10 +15,8 @@ using FuzzGpu = Gpu;
 void agree(std::uint64_t seed, fuzz::Family family) {
   const fuzz::Case c = fuzz::generate(seed, family);
   Program p(c.fn, c.options);
-  std::uint64_t wrapped = 0;
-  const fuzz::Memory want = fuzz::run_interpreter(c, p, &wrapped);
-  const std::string diff = fuzz::compare(c, want, fuzz::run_gpu(c, p));
-  if (wrapped == 0) EXPECT_EQ(diff, "") << ir::print(c.fn);
+  const fuzz::Outcome o = fuzz::check_on_gpu(c, p);
+  EXPECT_NE(o.verdict, fuzz::Verdict::failed) << o.difference << "\n" << ir::print(c.fn);
 }
 
 TEST_F(FuzzGpu, Regressions) {
