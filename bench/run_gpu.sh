@@ -40,7 +40,11 @@ if [ "${SWEEP:-60}" != 0 ]; then
   ./build-gpu/bench/tilefuse_bench --sweep "${SWEEP:-60}" --benchmark_filter=sweep --table "$out/sweep_table.md" > "$out/sweep.log" 2>&1 ||
     { status=1; tail -20 "$out/sweep.log"; }
   grep "^sweep " "$out/sweep.log"
+  ./build-gpu/bench/tilefuse_plot sweep "$out/sweep_table.md" "$out/sweep.png" || status=1
 fi
+# The roofline of this run's table: the copy rows' bandwidth and the tensor-core peak (PEAK_TFLOPS: the
+# device's dense f16/bf16 rate; 989 is the H200's).
+./build-gpu/bench/tilefuse_plot roofline "$out/bench_table.md" "$out/roofline.png" --peak-tflops "${PEAK_TFLOPS:-989}" || status=1
 if [ -n "$peers" ]; then
   PYTHONUNBUFFERED=1 OUT=$out timeout 300 python3 "$peers" > "$out/peers.txt" 2>&1 || echo "peers failed: see peers.txt"
   cat "$out/peers.txt" | grep -vi warn | head -60
