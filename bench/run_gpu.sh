@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine runs in one go: build, all test tiers, compute-sanitizer over the device tier
 # and the examples, the examples, the benchmark table,
-# (when given) the peers script, and the matrix peers (bench/peers_matrix.py), so that every ratio comes
-# from one run on one machine.
+# (when given) an outside peers script, the row peers (bench/peers_rows.py) and the matrix peers
+# (bench/peers_matrix.py), so that every ratio comes from one run on one machine.
 #   bash bench/run_gpu.sh OUT_DIR [peers.py]
 set -uo pipefail
 out=${1:?usage: run_gpu.sh OUT_DIR [peers.py]}
@@ -49,6 +49,11 @@ if [ -n "$peers" ]; then
   PYTHONUNBUFFERED=1 OUT=$out timeout 300 python3 "$peers" > "$out/peers.txt" 2>&1 || echo "peers failed: see peers.txt"
   cat "$out/peers.txt" | grep -vi warn | head -60
 fi
+# The project's own row-kernel peers (torch, torch.compile, Triton one program per row) on the shapes of this
+# run's tables.
+PYTHONUNBUFFERED=1 OUT=$out timeout 900 python3 bench/peers_rows.py "$out/bench_table.md" \
+  $([ -f "$out/sweep_table.md" ] && echo "$out/sweep_table.md") > "$out/peers_rows.txt" 2>&1 || echo "row peers failed: see peers_rows.txt"
+grep -vi warn "$out/peers_rows.txt" | head -40
 PYTHONUNBUFFERED=1 OUT=$out timeout 300 python3 bench/peers_matrix.py > "$out/peers_matrix.txt" 2>&1 || echo "matrix peers failed: see peers_matrix.txt"
 grep -vi warn "$out/peers_matrix.txt" | head -40
 exit $status
