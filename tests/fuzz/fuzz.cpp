@@ -669,7 +669,8 @@ Outcome check_on_gpu(const Case& c, Program& p) {
   std::uint64_t wrapped = 0;
   const Memory want = run_interpreter(c, p, &wrapped);
   Outcome o;
-  o.difference = compare(c, want, run_gpu(c, p));
+  const Memory got = run_gpu(c, p);
+  o.difference = compare(c, want, got);
   if (o.difference.empty()) return o;
   if (wrapped > 0) {
     o.verdict = Verdict::overflow;
@@ -683,7 +684,7 @@ Outcome check_on_gpu(const Case& c, Program& p) {
     return o;
   }
   std::vector<int> on_gpu, reordered;
-  compare(c, want, run_gpu(c, p), &on_gpu);
+  compare(c, want, got, &on_gpu);
   interp::set_reordered_sums(true);
   Memory other;
   try {
