@@ -8,21 +8,10 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from peers_common import bench_ms as bench  # median ms
+
 dev = "cuda"
 rows = []
-
-
-def bench(fn, warm=5, runs=30):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); fn(); e.record(); e.synchronize()
-        times.append(s.elapsed_time(e))
-    times.sort()
-    return times[len(times) // 2]
 
 
 def record(kernel, impl, shape, ms, flops):

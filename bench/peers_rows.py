@@ -13,21 +13,14 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from peers_common import bench_ms
+
 dev = "cuda"
 dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
-def bench(fn, warm=5, runs=30):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record(); fn(); e.record(); e.synchronize()
-        times.append(s.elapsed_time(e))
-    times.sort()
-    return times[len(times) // 2] * 1e3  # us
+def bench(fn):
+    return bench_ms(fn) * 1e3  # us
 
 
 @triton.jit

@@ -94,12 +94,13 @@ bool driver_new_enough(void* lib, Api& a, std::string& why) {
   return true;
 }
 
-// Resolves every entry point from `lib`; on failure `why` says which symbol is missing.
+// Resolves every entry point from `lib` but cuDriverGetVersion (driver_new_enough resolved it first); on
+// failure `why` says which symbol is missing.
 bool resolve_api(void* lib, Api& a, std::string& why) {
   // Versioned names: the _v2 entry points are the ones the header's macros select.
   return resolve(lib, "cuInit", a.init, why) && resolve(lib, "cuGetErrorName", a.get_error_name, why) &&
       resolve(lib, "cuGetErrorString", a.get_error_string, why) &&
-      resolve(lib, "cuDriverGetVersion", a.driver_get_version, why) && resolve(lib, "cuDeviceGet", a.device_get, why) &&
+      resolve(lib, "cuDeviceGet", a.device_get, why) &&
       resolve(lib, "cuDeviceGetCount", a.device_get_count, why) &&
       resolve(lib, "cuDeviceGetName", a.device_get_name, why) &&
       resolve(lib, "cuDeviceGetAttribute", a.device_get_attribute, why) &&

@@ -67,27 +67,15 @@ class Generator {
 
     // Parameters: inputs, outputs, then scalars n (i32), k (i32, a loop's trip count), s (f32).
     const int inputs = 1 + pick(3), outputs = 1 + pick(3);
-    for (int i = 0; i < inputs + outputs; ++i) {
-      Buffer b;
-      b.dtype = kStorable[pick(5)];
-      b.output = i >= inputs;
-      b.shift = chance(4) ? 1 + pick(3) : 0;
-      b.count = static_cast<std::size_t>(length_);
-      fill(b);
-      c_.param_buffer.push_back(static_cast<int>(c_.buffers.size()));
-      fn.params.push_back(ir::Param{(b.output ? "out" : "in") + std::to_string(i), scalar(b.dtype, true)});
-      c_.buffers.push_back(std::move(b));
-    }
+    add_buffers(inputs, outputs, [&] { return kStorable[pick(5)]; });
     n_param_ = add_scalar_param("n", DType::i32, Arg::of_i32(static_cast<std::int32_t>(length_)));
     k_param_ = add_scalar_param("k", DType::i32, Arg::of_i32(pick(4)));
     s_param_ = add_scalar_param("s", DType::f32, Arg::of_f32(special_float()));
 
     // The frame every program shares: offsets and the mask of the valid elements.
-    std::vector<ir::ValueId> params;
-    for (std::size_t i = 0; i < fn.params.size(); ++i) params.push_back(emit(Op::param, fn.params[i].type, {}, ir::attr::Param{int(i)}));
+    const std::vector<ir::ValueId> params = emit_params();
     const auto pid = emit(Op::program_id, scalar(DType::i32), {}, ir::attr::Axis{0});
-    const auto block = emit(Op::constant, scalar(DType::i32), {}, ir::attr::Constant{double(n_)});
-    const auto base = emit(Op::mul, scalar(DType::i32), {pid, block});
+    const auto base = emit(Op::mul, scalar(DType::i32), {pid, i32(n_)});
     const auto lanes = emit(Op::arange, tile(DType::i32, n_), {});
     offsets_ = emit(Op::add, tile(DType::i32, n_), {splat(base), lanes});
     mask_ = emit(Op::lt, tile(DType::i1, n_), {offsets_, splat(params[n_param_])});
@@ -142,26 +130,15 @@ class Generator {
 
     const int inputs = 1 + pick(3), outputs = 1 + pick(2);
     static constexpr DType kHalves[] = {DType::f16, DType::bf16};
-    for (int i = 0; i < inputs + outputs; ++i) {
-      Buffer b;
-      b.dtype = chance(2) ? kHalves[pick(2)] : kStorable[pick(5)];  // halves often: what dot reads
-      b.output = i >= inputs;
-      b.shift = chance(4) ? 1 + pick(3) : 0;
-      b.count = static_cast<std::size_t>(length_);
-      fill(b);
-      c_.param_buffer.push_back(static_cast<int>(c_.buffers.size()));
-      fn.params.push_back(ir::Param{(b.output ? "out" : "in") + std::to_string(i), scalar(b.dtype, true)});
-      c_.buffers.push_back(std::move(b));
-    }
+    add_buffers(inputs, outputs, [&] { return chance(2) ? kHalves[pick(2)] : kStorable[pick(5)]; });  // halves often: what dot reads
     n_param_ = add_scalar_param("n", DType::i32, Arg::of_i32(static_cast<std::int32_t>(rows_)));
     k_param_ = add_scalar_param("k", DType::i32, Arg::of_i32(pick(4)));
     s_param_ = add_scalar_param("s", DType::f32, Arg::of_f32(special_float()));
     c_param_ = add_scalar_param("c", DType::i32, Arg::of_i32(static_cast<std::int32_t>(cols_)));
 
-    std::vector<ir::ValueId> params;
-    for (std::size_t i = 0; i < fn.params.size(); ++i) params.push_back(emit(Op::param, fn.params[i].type, {}, ir::attr::Param{int(i)}));
+    const std::vector<ir::ValueId> params = emit_params();
     const auto pid = emit(Op::program_id, scalar(DType::i32), {}, ir::attr::Axis{0});
-    const auto base = emit(Op::mul, scalar(DType::i32), {pid, emit(Op::constant, scalar(DType::i32), {}, ir::attr::Constant{double(m_)})});
+    const auto base = emit(Op::mul, scalar(DType::i32), {pid, i32(m_)});
     const auto rows = emit(Op::add, tile(DType::i32, m_), {emit(Op::splat, tile(DType::i32, m_), {base}), emit(Op::arange, tile(DType::i32, m_), {})});
     rows_2d_ = column(rows, m_, n_);
     cols_2d_ = row(emit(Op::arange, tile(DType::i32, n_), {}), m_, n_);
@@ -221,6 +198,29 @@ class Generator {
       }
     }
   }
+  // `inputs` then `outputs` buffers of length_ elements, each of the dtype `dtype()` picks (called first, so
+  // that a seed's choices come in the same order), some shifted off alignment, inputs filled.
+  template <class PickDtype>
+  void add_buffers(int inputs, int outputs, PickDtype&& dtype) {
+    for (int i = 0; i < inputs + outputs; ++i) {
+      Buffer b;
+      b.dtype = dtype();
+      b.output = i >= inputs;
+      b.shift = chance(4) ? 1 + pick(3) : 0;
+      b.count = static_cast<std::size_t>(length_);
+      fill(b);
+      c_.param_buffer.push_back(static_cast<int>(c_.buffers.size()));
+      c_.fn.params.push_back(ir::Param{(b.output ? "out" : "in") + std::to_string(i), scalar(b.dtype, true)});
+      c_.buffers.push_back(std::move(b));
+    }
+  }
+  // One param instruction per parameter, in order.
+  std::vector<ir::ValueId> emit_params() {
+    std::vector<ir::ValueId> params;
+    for (std::size_t i = 0; i < c_.fn.params.size(); ++i)
+      params.push_back(emit(Op::param, c_.fn.params[i].type, {}, ir::attr::Param{int(i)}));
+    return params;
+  }
   int add_scalar_param(const std::string& name, DType d, Arg value) {
     c_.fn.params.push_back(ir::Param{name, scalar(d)});
     c_.param_buffer.push_back(-1);
@@ -238,14 +238,16 @@ class Generator {
     block_->push_back(std::move(in));
     return block_->back().result;
   }
-  void emit_store(std::vector<ir::ValueId> args, ir::Attribute attr) {
+  // An instruction with no result (a store, a stage write).
+  void effect(Op op, std::vector<ir::ValueId> args, ir::Attribute attr) {
     ir::Instr in;
-    in.op = Op::store;
+    in.op = op;
     in.args = std::move(args);
     in.attr = attr;
     in.where = "fuzz:" + std::to_string(c_.seed);
     block_->push_back(std::move(in));
   }
+  ir::ValueId i32(std::int64_t v) { return emit(Op::constant, scalar(DType::i32), {}, ir::attr::Constant{double(v)}); }
   const ir::ValueType& type(ir::ValueId v) const { return c_.fn.values[v]; }
   ir::ValueId splat(ir::ValueId s) { return emit(Op::splat, shaped(type(s).dtype, type(s).pointer), {s}); }
   ir::ValueId constant(DType d, double v) { return splat(emit(Op::constant, scalar(d), {}, ir::attr::Constant{v})); }
@@ -260,8 +262,8 @@ class Generator {
   void store(ir::ValueId ptr, DType d) {
     const auto ptrs = emit(Op::ptr_add, shaped(d, true), {splat(ptr), offsets_});
     const auto value = of_dtype(d);
-    if (!masked_everywhere_ && chance(2)) emit_store({ptrs, value}, hint());
-    else emit_store({ptrs, value, mask_}, hint());
+    if (!masked_everywhere_ && chance(2)) effect(Op::store, {ptrs, value}, hint());
+    else effect(Op::store, {ptrs, value, mask_}, hint());
   }
 
   // A pool value of dtype d (cast from another when there is none, or sometimes anyway).
@@ -341,8 +343,7 @@ class Generator {
         if (block_ != &c_.fn.body) return;
         ir::Instr loop;
         loop.op = Op::loop;
-        loop.args = {emit(Op::constant, scalar(DType::i32), {}, ir::attr::Constant{0}), params[k_param_],
-                     emit(Op::constant, scalar(DType::i32), {}, ir::attr::Constant{1}), x};
+        loop.args = {i32(0), params[k_param_], i32(1), x};
         loop.block_args = {c_.fn.add_value(scalar(DType::i32)), c_.fn.add_value(type(x))};
         std::vector<ir::Instr>* outer = block_;
         block_ = &loop.body;
@@ -386,16 +387,6 @@ class Generator {
     }
   }
 
-  void effect(Op op, std::vector<ir::ValueId> args, ir::Attribute attr) {
-    ir::Instr in;
-    in.op = op;
-    in.args = std::move(args);
-    in.attr = attr;
-    in.where = "fuzz:" + std::to_string(c_.seed);
-    block_->push_back(std::move(in));
-  }
-  ir::ValueId i32(std::int64_t v) { return emit(Op::constant, scalar(DType::i32), {}, ir::attr::Constant{double(v)}); }
-
   // A stage of 2n elements of x's dtype: written whole (by stores, or by an asynchronous copy from an
   // input of that dtype), then read at an offset from 0 to n, so that threads read what others wrote; or
   // written and read back under the mask (each thread its own elements).
@@ -405,9 +396,8 @@ class Generator {
     const int index = static_cast<int>(c_.fn.stages.size());
     c_.fn.stages.push_back(ir::Stage{d, 2 * n_});
     const ir::attr::StageRef at{index};
-    int input = -1;
-    for (int i = 0; i < inputs_; ++i)
-      if (c_.fn.params[i].type.dtype == d) input = i;
+    const std::vector<int> same = inputs_of(d);
+    const int input = same.empty() ? -1 : same.back();
     switch (pick(3)) {
       case 0:
         effect(Op::stage_store, {i32(0), x, mask_}, at);
@@ -493,10 +483,15 @@ class Generator {
 
   // An input of dtype d if there is one (else any input).
   int input_of(DType d) {
+    const std::vector<int> same = inputs_of(d);
+    return same.empty() ? pick(inputs_) : same[pick(static_cast<int>(same.size()))];
+  }
+  // The inputs of dtype d, in parameter order.
+  std::vector<int> inputs_of(DType d) const {
     std::vector<int> same;
     for (int i = 0; i < inputs_; ++i)
       if (c_.fn.params[i].type.dtype == d) same.push_back(i);
-    return same.empty() ? pick(inputs_) : same[pick(static_cast<int>(same.size()))];
+    return same;
   }
 
   // An n x n tile of an input (the first rows, or rows from `shift` on when it is a value), masked on both
@@ -668,6 +663,10 @@ std::string compare(const Case& c, const Memory& want, const Memory& got, std::v
 Outcome check_on_gpu(const Case& c, Program& p) {
   std::uint64_t wrapped = 0;
   const Memory want = run_interpreter(c, p, &wrapped);
+  return check_on_gpu(c, p, want, wrapped);
+}
+
+Outcome check_on_gpu(const Case& c, Program& p, const Memory& want, std::uint64_t wrapped) {
   Outcome o;
   const Memory got = run_gpu(c, p);
   o.difference = compare(c, want, got);

@@ -97,6 +97,8 @@ struct Outcome {
 /// compare; a difference is tried again with precise division, and against the interpreter with its float
 /// sums reordered, before it is called a failure.
 Outcome check_on_gpu(const Case& c, Program& p);
+/// The same, given the interpreter's run already made (its memory and wrapped count from run_interpreter).
+Outcome check_on_gpu(const Case& c, Program& p, const Memory& want, std::uint64_t wrapped);
 
 /// The case with stores removed one at a time while `still_fails` holds: the smallest program that
 /// shows the same disagreement, for a regression test.

@@ -57,11 +57,11 @@ int main(int argc, char** argv) {
         p.compile(p.specialize(LaunchConfig{c.grid, Backend::gpu}, c.arguments(fake, false)), "sm_90");
         ++n.compiled;
         std::uint64_t wrapped = 0;
-        fuzz::run_interpreter(c, p, &wrapped);
+        const fuzz::Memory want = fuzz::run_interpreter(c, p, &wrapped);
         ++n.interpreted;
         n.overflowed += wrapped > 0;
         if (gpu) {
-          const fuzz::Outcome o = fuzz::check_on_gpu(c, p);
+          const fuzz::Outcome o = fuzz::check_on_gpu(c, p, want, wrapped);
           ++n.compared;
           n.overflow += o.verdict == fuzz::Verdict::overflow;
           n.division += o.verdict == fuzz::Verdict::division;

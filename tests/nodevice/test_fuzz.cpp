@@ -144,8 +144,10 @@ TEST(Fuzz, FamiliesCoverTheirOps) {
       if (in.op == ir::Op::loop)
         for (const ir::Instr& b : in.body) if (b.op == ir::Op::dot) ++seen[f + " dot in a loop"];
     });
-    if (c.family == fuzz::Family::clusters) EXPECT_EQ(c.grid.x % c.options.cluster_size, 0);
-    if (c.family == fuzz::Family::clusters) ++seen["clusters of " + std::to_string(c.options.cluster_size)];
+    if (c.family == fuzz::Family::clusters) {
+      EXPECT_EQ(c.grid.x % c.options.cluster_size, 0);
+      ++seen["clusters of " + std::to_string(c.options.cluster_size)];
+    }
   }
   for (int f = 0; f < 4; ++f) EXPECT_GT(families[f], 40) << fuzz::family_name(static_cast<fuzz::Family>(f));
   for (const char* op : {"stages stage_store", "stages stage_load", "stages stage_copy", "clusters cluster_max", "clusters cluster_sum",
