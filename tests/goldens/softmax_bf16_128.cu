@@ -1,5 +1,5 @@
 // tilefuse kernel 'softmax_128': 1 warps (32 threads) per program, one program per thread block.
-// layout of 128-element tiles: 4 per thread in runs of 4
+// layout of 128-element tiles: 4 per thread in runs of 2
 // (backend/codegen/prelude/core.cuh)
 
 extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u16* a_in, tf_u16* a_out, int a_stride, int a_n_cols) {
@@ -17,7 +17,7 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   // %5 = arange : i32[128]
   int v5[4];
 #pragma unroll
-  for (int e = 0; e < 4; ++e) v5[e] = tid * 4 + e;
+  for (int e = 0; e < 4; ++e) v5[e] = (e / 2) * 64 + tid * 2 + e % 2;
   // %6 = splat %3 : i32[128]
   int v6[4];
 #pragma unroll
@@ -25,7 +25,7 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   // %7 = lt %5, %6 : i1[128]
   bool v7[4];
 #pragma unroll
-  for (int e = 0; e < 4; ++e) v7[e] = v5[e] < v6[e];
+  for (int e = 0; e < 4; ++e) v7[e] = v5[e - e % 2] < v6[e - e % 2];
   // %8 = mul %4, %2 : i32
   int const v8 = v4 * v2;
   // %9 = ptr_add %0, %8 : ptr<bf16>

@@ -193,15 +193,30 @@ TEST(Passes, AxisInfoTracksContiguityAndAlignment) {
 }
 
 TEST(Passes, LayoutSpreadsTilesOverThreads) {
+  // Rows of `row` halves at `stride`: a 4096-element tile loaded from row pid, and a 64-element tile.
   Builder b;
-  auto p = b.param(tile(DType::f16, 4096, true), "p");
-  b.add(Op::load, tile(DType::f16, 4096), {p});
+  auto base = b.param(ir::ValueType{DType::f16, true, 0, {1, 1}}, "base");
+  auto stride = b.param(scalar(DType::i32), "stride");
+  auto pid = b.add(Op::program_id, scalar(DType::i32));
+  auto off = b.add(Op::mul, scalar(DType::i32), {pid, stride});
+  auto row = b.add(Op::ptr_add, ir::ValueType{DType::f16, true, 0, {1, 1}}, {base, off});
+  auto rows = b.add(Op::splat, tile(DType::f16, 4096, true), {row});
+  auto cols = b.add(Op::arange, tile(DType::i32, 4096));
+  auto ptrs = b.add(Op::ptr_add, tile(DType::f16, 4096, true), {rows, cols});
+  b.add(Op::load, tile(DType::f16, 4096), {ptrs});
   b.add(Op::arange, tile(DType::i32, 64));
-  const auto layouts = passes::choose_layouts(b.fn, 256);
+  auto layouts = passes::choose_layouts(b.fn, 256, passes::analyze_axis_info(b.fn, {16, 8}));
   EXPECT_EQ(layouts.at(4096).per_thread, 16);
-  EXPECT_EQ(layouts.at(4096).vector, 8);  // 8 halves = 16 bytes
+  EXPECT_EQ(layouts.at(4096).vector, 8);  // 8 halves = 16 bytes, every row 16-byte aligned
   EXPECT_EQ(layouts.at(64).per_thread, 1);
   EXPECT_EQ(layouts.at(64).vector, 1);
+  // An odd stride: rows start anywhere, the load goes element by element, and the threads take
+  // neighbouring elements (each warp access one contiguous piece) instead of elements 8 apart.
+  layouts = passes::choose_layouts(b.fn, 256, passes::analyze_axis_info(b.fn, {16, 1}));
+  EXPECT_EQ(layouts.at(4096).vector, 1);
+  // A stride of 2 halves: 4-byte runs.
+  layouts = passes::choose_layouts(b.fn, 256, passes::analyze_axis_info(b.fn, {16, 2}));
+  EXPECT_EQ(layouts.at(4096).vector, 2);
 }
 
 TEST(Passes, OptimizeDumpsAfterEachPass) {

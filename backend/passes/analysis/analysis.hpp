@@ -24,9 +24,6 @@ struct TileLayout {
   int vector = 1;
 };
 
-/// Layout choice for every 1D tile size in `fn` with `threads` threads: runs as long as the widest 16-byte
-/// access among the loads and stores of that size allows.
-std::map<std::int64_t, TileLayout> choose_layouts(const ir::Function& fn, int threads);
 
 /// What is known about an integer or pointer value: runs of `contiguity` consecutive elements each step by
 /// one, and the first element of each run is divisible by `divisibility` (for pointers: its byte address);
@@ -56,6 +53,10 @@ struct AxisInfo {
 /// An integer parameter's divisibility above 16 also bounds it from below: the runtime records more than 16
 /// only for positive arguments (see Specialization), so such an argument is at least its divisibility.
 std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vector<int>& param_divisibility);
+
+/// Layout choice for every 1D tile size in `fn` with `threads` threads: runs as long as the widest access
+/// of that size that `axis` proves contiguous and aligned (at most 16 bytes; stage accesses always 16).
+std::map<std::int64_t, TileLayout> choose_layouts(const ir::Function& fn, int threads, const std::vector<AxisInfo>& axis);
 
 /// How a vector run of a masked access is tested against its mask.
 enum class RunMask : std::uint8_t {

@@ -14,7 +14,7 @@ Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& pa
     plan_tiles(fn, a);
     return a;
   }
-  a.layouts = choose_layouts(fn, threads);
+  a.layouts = choose_layouts(fn, threads, a.axis);
   a.stage_owned = stages_owned(fn, a.axis);
   plan_accesses(fn, a);
   return a;

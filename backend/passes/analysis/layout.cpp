@@ -1,5 +1,5 @@
 // Layout choice: how each 1D tile size spreads over a program's threads, in runs as long as its widest
-// 16-byte access allows.
+// access that the axis analysis proves contiguous and aligned (16 bytes at most).
 #include <algorithm>
 
 #include "backend/ir/ops.hpp"
@@ -7,9 +7,24 @@
 
 namespace tilefuse::passes {
 
-std::map<std::int64_t, TileLayout> choose_layouts(const ir::Function& fn, int threads) {
-  // Widest useful run per tile size: 16 bytes of the narrowest element that a load or store (to memory or
-  // a stage) of that size touches (8 halves, 4 floats), so every access can be one 16-byte transaction per thread.
+namespace {
+
+// Elements per access that the analysis proves a global access through `ptr` may move at once: runs of
+// that many contiguous elements starting at an address divisible by their bytes, 16 bytes at most.
+int provable_width(const ir::ValueType& p, const AxisInfo& info) {
+  const int bytes = ir::dtype_bytes(p.dtype);
+  int w = 16 / bytes;
+  while (w > 1 && (info.contiguity < w || info.divisibility < std::int64_t{w} * bytes)) w /= 2;
+  return w;
+}
+
+}  // namespace
+
+std::map<std::int64_t, TileLayout> choose_layouts(const ir::Function& fn, int threads, const std::vector<AxisInfo>& axis) {
+  // Widest useful run per tile size: the widest access of that size that can move its run at once (16
+  // bytes: 8 halves, 4 floats; stages are always aligned). Runs longer than every access allows would only
+  // spread each warp's accesses: a row of odd width, whose loads go element by element, is better read
+  // with each thread one element apart (every warp access one contiguous piece) than 8 apart.
   std::map<std::int64_t, int> widest;
   for (const ir::ValueType& t : fn.values)
     if (t.rank == 1) widest.emplace(t.dims[0], 1);
@@ -24,7 +39,7 @@ std::map<std::int64_t, TileLayout> choose_layouts(const ir::Function& fn, int th
     const ir::ValueType& p = fn.values[in.args[0]];
     if (p.rank != 1) return;
     int& w = widest[p.dims[0]];
-    w = std::max(w, 16 / ir::dtype_bytes(p.dtype));
+    w = std::max(w, provable_width(p, axis[in.args[0]]));
   });
   std::map<std::int64_t, TileLayout> out;
   for (const auto& [n, w] : widest) {
