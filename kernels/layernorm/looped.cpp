@@ -11,30 +11,40 @@ void looped(const RowCall& call, const Args& a) {
   check_layernorm(call, a);
   const Arg n = i32(call.cols);
   with_float_dtype(a.x.dtype, [&]<class T>() {
-    Program& p = kernel_for<&layernorm_looped_program<T, kLoopBlock>>(looped_shape(call.opt.tuning, kLoopBlock),
-                                                                      [] { return std::string("layernorm_looped"); }, kParams);
+    const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
+    Program& p = peeled(call.opt.tuning, call.cols, element_bytes_of<T>())
+                     ? kernel_for<&layernorm_looped_program<T, kLoopBlock, true>>(shape, [] { return std::string("layernorm_looped_peeled"); }, kParams)
+                     : kernel_for<&layernorm_looped_program<T, kLoopBlock>>(shape, [] { return std::string("layernorm_looped"); }, kParams);
     launch(call, p, Grid(call.rows), std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, Arg::of_f32(a.eps)});
   });
 }
 
 void split(const RowCall& call, const Args& a) {
   check_layernorm(call, a);
-  const std::int64_t chunk = split_row_chunk(call.entry, call.cols, a.splits, kNormMaxSplits, kLoopBlock);
+  split_row_chunk(call.entry, call.cols, a.splits, kNormMaxSplits, kLoopBlock);  // checks splits
   check_vector(call, "scratch.partial_s1", a.partial_s1, call.rows * a.splits);
   check_vector(call, "scratch.partial_s2", a.partial_s2, call.rows * a.splits);
   const Grid grid(call.rows, a.splits);
-  const Arg n = i32(call.cols), c = i32(chunk);
+  const Arg n = i32(call.cols);
   const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
   with_float_dtype(a.x.dtype, [&]<class T>() {
+    // Rows that are not whole vectors: the chunks split each row's aligned window.
+    const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
+    const Arg c = i32(split_row_chunk(call.entry, peel ? window_cols(call.cols, element_bytes_of<T>()) : call.cols, a.splits,
+                                      kNormMaxSplits, kLoopBlock));
     static constexpr const char* partial_params[] = {"x", "partial_s1", "partial_s2", "stride", "n", "chunk"};
-    Program& partials = kernel_for<&layernorm_partials_program<T, kLoopBlock>>(
-        shape, [] { return std::string("layernorm_partials"); }, partial_params);
+    Program& partials = peel ? kernel_for<&layernorm_partials_program<T, kLoopBlock, true>>(
+                                   shape, [] { return std::string("layernorm_partials_peeled"); }, partial_params)
+                             : kernel_for<&layernorm_partials_program<T, kLoopBlock>>(
+                                   shape, [] { return std::string("layernorm_partials"); }, partial_params);
     launch(call, partials, grid, std::array{a.x, a.partial_s1, a.partial_s2, n, n, c});
     with_block<kNormMaxSplits>(a.splits, [&]<int SB>() {
       static constexpr const char* combine_params[] = {"x", "w", "b", "y", "mean", "rstd", "partial_s1", "partial_s2",
                                                        "stride", "n", "chunk", "eps"};
-      Program& combine = kernel_for<&layernorm_combine_program<T, kLoopBlock, SB>>(
-          shape, [] { return "layernorm_combine_" + std::to_string(SB); }, combine_params);
+      Program& combine = peel ? kernel_for<&layernorm_combine_program<T, kLoopBlock, SB, true>>(
+                                    shape, [] { return "layernorm_combine_peeled_" + std::to_string(SB); }, combine_params)
+                              : kernel_for<&layernorm_combine_program<T, kLoopBlock, SB>>(
+                                    shape, [] { return "layernorm_combine_" + std::to_string(SB); }, combine_params);
       launch(call, combine, grid,
              std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, a.partial_s1, a.partial_s2, n, n, c, Arg::of_f32(a.eps)});
     });

@@ -40,8 +40,18 @@ void one_program(const RowCall& call, const Args& a) {
       });
       return;
     }
+    static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps"};
+    // Rows that are not whole vectors: through their aligned windows, where the window fits one program.
+    const std::int64_t window = window_cols(call.cols, element_bytes_of<T>());
+    if (peeled(call.opt.tuning, call.cols, element_bytes_of<T>()) && window <= kNormMaxCols) {
+      with_block<kNormMaxCols>(window, [&]<int B>() {
+        Program& p = kernel_for<&layernorm_program<T, B, 1, true>>(row_shape(call.opt.tuning, element_bytes_of<T>(), B),
+                                                                   [] { return "layernorm_peeled_" + std::to_string(B); }, params);
+        launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, n, eps});
+      });
+      return;
+    }
     with_pieces<kNormMaxCols>(call.cols, [&]<int PIECE, int PIECES>() {
-      static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps"};
       Program& p = kernel_for<&layernorm_program<T, PIECE, PIECES>>(
           pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES),
           [] { return "layernorm_" + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""); }, params);

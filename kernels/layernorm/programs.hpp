@@ -17,12 +17,15 @@ namespace tl = tilefuse::tl;
 /// y = (x - mean) * rstd * w + b per row; writes mean and rstd per row (f32) for a backward pass. The row
 /// is held in registers as PIECES tiles of PIECE columns (a 12288-column row as 3 x 4096, where one tile
 /// would be 16384 wide and a quarter of it masked off): every piece but the last is whole, and the last
-/// holds `tail` = n - (PIECES - 1) * PIECE columns.
-template <class T, int PIECE, int PIECES = 1>
+/// holds `tail` = n - (PIECES - 1) * PIECE columns. With PEEL (one piece), the row is read through its
+/// aligned window (row_window: x and y in 16-byte runs for widths that are not a multiple of 16 bytes;
+/// w and b then sit off the vector boundary and go element by element, from cache).
+template <class T, int PIECE, int PIECES = 1, bool PEEL = false>
 void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                        tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                        tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps) {
   static_assert(PIECES >= 1, "tilefuse layernorm_program: a row takes at least one piece.");
+  static_assert(!PEEL || PIECES == 1, "tilefuse layernorm_program: a row read through its aligned window is one piece.");
   // f32 rows are summed as x - x[0] (exact for values near each other), so that a mean of 1e4 against a
   // spread of 1 costs no digits of the centered values. Halves need no shift: at |mean| = 1e4 their own
   // spacing (8 for f16, 64 for bf16) is far above what the f32 sums lose, and the shift would cost a
@@ -38,21 +41,24 @@ void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, t
   constexpr tl::Cache row_cache = shifted ? tl::Cache::normal : tl::Cache::streaming;
   using F32Tile = tl::Tile<tl::f32, PIECE>;
   auto cols = tl::arange<PIECE>();
-  auto last = cols < tail;
+  auto row = tl::program_id(0);
+  auto start = row * stride;
+  // Where the tile starts (the row, or with PEEL its aligned window), and where the row's first column
+  // sits in the tile (0, or the window's head).
+  auto [base, head] = PEEL ? row_window<T>(start) : RowWindow{start, tl::scalar<tl::i32>(0)};
+  auto last = columns_in<PEEL>(cols, head, PEEL ? head + n : tail);
   // access() on piece k: with no mask but on the last piece, whose columns past the row it must not touch.
   auto masked = [&](int k, auto&& access) { return k + 1 < PIECES ? access() : access(last); };
   // Piece k with the last piece's columns past the row set to 0 (they must add nothing below).
   auto in_row = [&](int k, F32Tile t) { return k + 1 < PIECES ? t : tl::where(last, t, 0.0); };
   // w and b of piece k, widened.
   auto affine = [&](int k) {
-    auto at = k * PIECE + cols;
+    auto at = k * PIECE + (PEEL ? cols - head : cols);
     auto load = [&](tl::Ptr<T> p) { return tl::cast<tl::f32>(masked(k, [&](auto... m) { return tl::load(p + at, m...); })); };
     return std::pair{load(w), load(b)};
   };
-  auto row = tl::program_id(0);
-  auto base = row * stride;
   std::optional<tl::Scalar<tl::f32>> shift;  // x[0] where the row is shifted
-  if constexpr (shifted) shift = tl::cast<tl::f32>(tl::load(x + base));
+  if constexpr (shifted) shift = tl::cast<tl::f32>(tl::load(x + start));
   std::vector<tl::Tile<T, PIECE>> raw;
   for (int k = 0; k < PIECES; ++k) {
     auto ptrs = x + (base + k * PIECE) + cols;

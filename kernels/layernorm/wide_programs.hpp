@@ -15,16 +15,18 @@ namespace detail {
 
 // Sums of x - shift and of its square over columns [start, end) of the row at `base`, in BLOCK-column
 // pieces, per lane and then across lanes. The shift (the row's first element) cancels a large mean
-// before anything is squared.
-template <class T, int BLOCK>
+// before anything is squared. With FIRST, columns below `first` are not the row's (an aligned window's
+// head, row_window).
+template <class T, int BLOCK, bool FIRST = false>
 std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_sums(tl::Ptr<T> x, tl::Scalar<tl::i32> base,
                                                                   tl::Scalar<tl::f32> shift, tl::Scalar<tl::i32> start,
-                                                                  tl::Scalar<tl::i32> end) {
+                                                                  tl::Scalar<tl::i32> end,
+                                                                  tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
   auto init = std::tuple{tl::full<tl::f32, BLOCK>(0.0), tl::full<tl::f32, BLOCK>(0.0)};
   auto [s1, s2] = tl::for_range(start, end, BLOCK, init, [&](auto from, auto s1, auto s2) {
     auto idx = from + cols;
-    auto mask = idx < end;
+    auto mask = columns_in<FIRST>(idx, first, end);
     auto d = tl::where(mask, tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift, 0.0);
     return std::tuple{s1 + d, s2 + d * d};
   });
@@ -42,19 +44,25 @@ inline std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_moments(tl::
 }
 
 // y = (x - shift - mean_shifted) * rstd * w + b over columns [start, end) of the row at `base`, last
-// piece first (the pieces the sums read last are the likeliest still in L2).
-template <class T, int BLOCK>
+// piece first (the pieces the sums read last are the likeliest still in L2). With FIRST, the row's
+// columns start at window index `first` (row_window), and so do w and b's.
+template <class T, int BLOCK, bool FIRST = false>
 void normalize_affine_range(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Scalar<tl::i32> base,
                             tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end, tl::Scalar<tl::f32> shift,
-                            tl::Scalar<tl::f32> mean_shifted, tl::Scalar<tl::f32> rstd) {
+                            tl::Scalar<tl::f32> mean_shifted, tl::Scalar<tl::f32> rstd,
+                            tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
   auto turn = reversed_piece_turn<BLOCK>(start, end);
   tl::for_range(start, end, BLOCK, [&](auto from) {
     auto idx = (turn - from) + cols;
-    auto mask = idx < end;
+    auto mask = columns_in<FIRST>(idx, first, end);
     auto centered = (tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift) - mean_shifted;  // both small
-    auto wv = tl::cast<tl::f32>(tl::load(w + idx, mask));
-    auto bv = tl::cast<tl::f32>(tl::load(b + idx, mask));
+    auto column = [&] {
+      if constexpr (FIRST) return idx - first;
+      else return idx;
+    }();
+    auto wv = tl::cast<tl::f32>(tl::load(w + column, mask));
+    auto bv = tl::cast<tl::f32>(tl::load(b + column, mask));
     tl::store(y + base + idx, tl::cast<T>(centered * rstd * wv + bv), mask);
   });
 }
@@ -64,39 +72,60 @@ void normalize_affine_range(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T>
 /// LayerNorm of one row of any width, looping over it in BLOCK-column pieces: the first pass sums
 /// x - x[0] and its square per lane (shifted by the row's first element, so a large mean cancels before
 /// it is squared), the second writes (x - mean) * rstd * w + b. Reads the row twice, writes it once.
-template <class T, int BLOCK>
+/// With PEEL, each row is read through its aligned window (row_window), for widths that are not a
+/// multiple of 16 bytes.
+template <class T, int BLOCK, bool PEEL = false>
 void layernorm_looped_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                               tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                               tl::Scalar<tl::f32> eps) {
   auto row = tl::program_id(0);
-  auto base = row * stride;
   auto zero = tl::scalar<tl::i32>(0);
-  auto shift = tl::cast<tl::f32>(tl::load(x + base));
-  auto [s1, s2] = detail::shifted_sums<T, BLOCK>(x, base, shift, zero, n);
-  auto [mean_shifted, rstd] = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
-  detail::normalize_affine_range<T, BLOCK>(x, w, b, y, base, zero, n, shift, mean_shifted, rstd);
+  auto shift = tl::cast<tl::f32>(tl::load(x + row * stride));
+  auto [mean_shifted, rstd] = [&] {
+    if constexpr (PEEL) {
+      auto [base, head] = row_window<T>(row * stride);
+      auto [s1, s2] = detail::shifted_sums<T, BLOCK, true>(x, base, shift, zero, head + n, head);
+      auto moments = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+      detail::normalize_affine_range<T, BLOCK, true>(x, w, b, y, base, zero, head + n, shift, std::get<0>(moments),
+                                                     std::get<1>(moments), head);
+      return moments;
+    } else {
+      auto base = row * stride;
+      auto [s1, s2] = detail::shifted_sums<T, BLOCK>(x, base, shift, zero, n);
+      auto moments = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+      detail::normalize_affine_range<T, BLOCK>(x, w, b, y, base, zero, n, shift, std::get<0>(moments), std::get<1>(moments));
+      return moments;
+    }
+  }();
   tl::store(mean_out + row, shift + mean_shifted);
   tl::store(rstd_out + row, rstd);
 }
 
 /// Split-row LayerNorm, kernel 1 of 2: program (row, split) writes the sums of x - x[row, 0] and of its
 /// square over its `chunk` columns to partial_s1/partial_s2[row * splits + split].
-template <class T, int BLOCK>
+/// With PEEL, the row is read through its aligned window (row_window) and the chunks split the window.
+template <class T, int BLOCK, bool PEEL = false>
 void layernorm_partials_program(tl::Ptr<T> x, tl::Ptr<tl::f32> partial_s1, tl::Ptr<tl::f32> partial_s2,
                                 tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk) {
   auto row = tl::program_id(0);
   auto split = tl::program_id(1);
-  auto base = row * stride;
   auto start = split * chunk;
-  auto shift = tl::cast<tl::f32>(tl::load(x + base));
-  auto [s1, s2] = detail::shifted_sums<T, BLOCK>(x, base, shift, start, tl::minimum(start + chunk, n));
+  auto shift = tl::cast<tl::f32>(tl::load(x + row * stride));
+  auto [s1, s2] = [&] {
+    if constexpr (PEEL) {
+      auto [base, head] = row_window<T>(row * stride);
+      return detail::shifted_sums<T, BLOCK, true>(x, base, shift, start, tl::minimum(start + chunk, head + n), head);
+    } else {
+      return detail::shifted_sums<T, BLOCK>(x, row * stride, shift, start, tl::minimum(start + chunk, n));
+    }
+  }();
   tl::store(partial_s1 + row * tl::num_programs(1) + split, s1);
   tl::store(partial_s2 + row * tl::num_programs(1) + split, s2);
 }
 
 /// Split-row LayerNorm, kernel 2 of 2: program (row, split) adds the row's SPLITS_BLOCK-padded partial
 /// sums into its mean and rstd, normalizes its own chunk, and (split 0) writes mean and rstd.
-template <class T, int BLOCK, int SPLITS_BLOCK>
+template <class T, int BLOCK, int SPLITS_BLOCK, bool PEEL = false>
 void layernorm_combine_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                                tl::Ptr<tl::f32> rstd_out, tl::Ptr<tl::f32> partial_s1, tl::Ptr<tl::f32> partial_s2,
                                tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk,
@@ -112,7 +141,13 @@ void layernorm_combine_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
   auto shift = tl::cast<tl::f32>(tl::load(x + base));
   auto [mean_shifted, rstd] = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
   auto start = split * chunk;
-  detail::normalize_affine_range<T, BLOCK>(x, w, b, y, base, start, tl::minimum(start + chunk, n), shift, mean_shifted, rstd);
+  if constexpr (PEEL) {
+    auto [window, head] = row_window<T>(base);
+    detail::normalize_affine_range<T, BLOCK, true>(x, w, b, y, window, start, tl::minimum(start + chunk, head + n), shift,
+                                                   mean_shifted, rstd, head);
+  } else {
+    detail::normalize_affine_range<T, BLOCK>(x, w, b, y, base, start, tl::minimum(start + chunk, n), shift, mean_shifted, rstd);
+  }
   auto first = split == 0;
   tl::store(mean_out + row, shift + mean_shifted, first);
   tl::store(rstd_out + row, rstd, first);

@@ -35,6 +35,10 @@ struct Tuning {
   /// At most this many programs per SM for the looped softmax, each striding over rows (1 to 64); the
   /// rule is one program per row.
   std::optional<int> looped_programs_per_sm;
+  /// Whether rows whose width is not a whole number of 16-byte vectors are read through aligned windows
+  /// (each row from the vector boundary before it, its first and last runs masked); the rule is yes.
+  /// Without, such rows go element by element.
+  std::optional<bool> peel;
 };
 
 /// Where and how a sample row kernel runs.

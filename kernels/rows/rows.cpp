@@ -138,6 +138,12 @@ std::int64_t split_row_chunk(const char* kernel, std::int64_t cols, std::int64_t
   return ((cols + splits - 1) / splits + block - 1) / block * block;
 }
 
+bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes) {
+  return tuning.peel.value_or(true) && (cols * element_bytes) % 16 != 0;
+}
+
+std::int64_t window_cols(std::int64_t cols, int element_bytes) { return cols + 16 / element_bytes - 1; }
+
 std::int64_t strided_row_programs(std::int64_t rows, const RowOptions& opt) {
   if (!opt.tuning.looped_programs_per_sm || rows <= 0) return rows;
   const Target target = tilefuse::target(opt.backend);

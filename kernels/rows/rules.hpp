@@ -71,6 +71,15 @@ ClusterSplit cluster_split(const char* kernel, const char* alternative, std::int
 std::int64_t split_row_chunk(const char* kernel, std::int64_t cols, std::int64_t splits, std::int64_t max_splits,
                              std::int64_t block);
 
+/// Whether rows of `cols` elements of `element_bytes` are read through aligned windows (RowWindow in
+/// kernels/rows/programs.hpp): rows that are not a whole number of 16-byte vectors, unless Tuning::peel
+/// says no. Rows that are start at a vector boundary wherever the matrix does.
+bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes);
+
+/// Columns the aligned window of a row of `cols` elements of `element_bytes` spans at most: the row and
+/// the up to one vector less one element before it.
+std::int64_t window_cols(std::int64_t cols, int element_bytes);
+
 /// Programs a row kernel that strides over its rows (`for row in [pid, rows) by programs`) is launched
 /// with: one per row, or with Tuning::looped_programs_per_sm = k at most k per SM of a GPU, so that fewer
 /// rows are in flight and a second pass finds more of its row in L2.

@@ -14,8 +14,10 @@ void looped(const RowCall& call, const Args& a) {
   const std::int64_t programs = strided_row_programs(call.rows, call.opt);
   with_float_dtype(a.in.dtype, [&]<class T>() {
     static constexpr const char* params[] = {"in", "out", "stride", "n_cols", "rows"};
-    Program& p = kernel_for<&softmax_looped_program<T, kLoopBlock>>(looped_shape(call.opt.tuning, kLoopBlock),
-                                                                    [] { return std::string("softmax_looped"); }, params);
+    const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
+    Program& p = peeled(call.opt.tuning, call.cols, element_bytes_of<T>())
+                     ? kernel_for<&softmax_looped_program<T, kLoopBlock, true>>(shape, [] { return std::string("softmax_looped_peeled"); }, params)
+                     : kernel_for<&softmax_looped_program<T, kLoopBlock>>(shape, [] { return std::string("softmax_looped"); }, params);
     launch(call, p, Grid(programs), std::array{a.in, a.out, n, n, i32(call.rows)});
   });
 }
@@ -23,21 +25,29 @@ void looped(const RowCall& call, const Args& a) {
 void split(const RowCall& call, const Args& a) {
   check_matrix(call, "in", a.in);
   check_matrix(call, "out", a.out);
-  const std::int64_t chunk = split_row_chunk(call.entry, call.cols, a.splits, kSoftmaxMaxSplits, kLoopBlock);
+  split_row_chunk(call.entry, call.cols, a.splits, kSoftmaxMaxSplits, kLoopBlock);  // checks splits
   check_vector(call, "scratch.partial_max", a.partial_max, call.rows * a.splits);
   check_vector(call, "scratch.partial_sum", a.partial_sum, call.rows * a.splits);
   const Grid grid(call.rows, a.splits);
-  const Arg n = i32(call.cols), c = i32(chunk);
+  const Arg n = i32(call.cols);
   const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
   with_float_dtype(a.in.dtype, [&]<class T>() {
+    // Rows that are not whole vectors: the chunks split each row's aligned window.
+    const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
+    const Arg c = i32(split_row_chunk(call.entry, peel ? window_cols(call.cols, element_bytes_of<T>()) : call.cols, a.splits,
+                                      kSoftmaxMaxSplits, kLoopBlock));
     static constexpr const char* partial_params[] = {"in", "partial_max", "partial_sum", "stride", "n_cols", "chunk"};
-    Program& partials = kernel_for<&softmax_partials_program<T, kLoopBlock>>(
-        shape, [] { return std::string("softmax_partials"); }, partial_params);
+    Program& partials = peel ? kernel_for<&softmax_partials_program<T, kLoopBlock, true>>(
+                                   shape, [] { return std::string("softmax_partials_peeled"); }, partial_params)
+                             : kernel_for<&softmax_partials_program<T, kLoopBlock>>(
+                                   shape, [] { return std::string("softmax_partials"); }, partial_params);
     launch(call, partials, grid, std::array{a.in, a.partial_max, a.partial_sum, n, n, c});
     with_block<kSoftmaxMaxSplits>(a.splits, [&]<int SB>() {
       static constexpr const char* combine_params[] = {"in", "out", "partial_max", "partial_sum", "stride", "n_cols", "chunk"};
-      Program& combine = kernel_for<&softmax_combine_program<T, kLoopBlock, SB>>(
-          shape, [] { return "softmax_combine_" + std::to_string(SB); }, combine_params);
+      Program& combine = peel ? kernel_for<&softmax_combine_program<T, kLoopBlock, SB, true>>(
+                                    shape, [] { return "softmax_combine_peeled_" + std::to_string(SB); }, combine_params)
+                              : kernel_for<&softmax_combine_program<T, kLoopBlock, SB>>(
+                                    shape, [] { return "softmax_combine_" + std::to_string(SB); }, combine_params);
       launch(call, combine, grid, std::array{a.in, a.out, a.partial_max, a.partial_sum, n, n, c});
     });
   });

@@ -18,9 +18,18 @@ void one_program(const RowCall& call, const Args& a) {
   check_matrix(call, "out", a.out);
   check_cols(call);
   const Arg n = i32(call.cols);
+  static constexpr const char* params[] = {"in", "out", "stride", "n_cols"};
   with_float_dtype(a.in.dtype, [&]<class T>() {
+    // Rows that are not whole vectors: through their aligned windows, where the window fits one program.
+    const std::int64_t window = window_cols(call.cols, element_bytes_of<T>());
+    if (peeled(call.opt.tuning, call.cols, element_bytes_of<T>()) && window <= kSoftmaxMaxCols) {
+      with_block<kSoftmaxMaxCols>(window, [&]<int B>() {
+        launch(call, row_program<&softmax_peeled_program<T, B>, T, B>(call, "softmax_peeled", params), Grid(call.rows),
+               std::array{a.in, a.out, n, n});
+      });
+      return;
+    }
     with_block<kSoftmaxMaxCols>(call.cols, [&]<int B>() {
-      static constexpr const char* params[] = {"in", "out", "stride", "n_cols"};
       launch(call, row_program<&softmax_program<T, B>, T, B>(call, "softmax", params), Grid(call.rows), std::array{a.in, a.out, n, n});
     });
   });

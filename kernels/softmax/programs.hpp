@@ -24,6 +24,19 @@ void softmax_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, 
   tl::store(out + row * stride + cols, tl::cast<T>(num / tl::sum(num)), mask);
 }
 
+/// The fused softmax of one row read through its aligned window (row_window): for rows whose width is not
+/// a multiple of 16 bytes, so that all but the runs at the row's two ends move 16 bytes at once. BLOCK
+/// holds the row and up to a vector's worth of columns before it.
+template <class T, int BLOCK>
+void softmax_peeled_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {
+  auto [base, head] = row_window<T>(tl::program_id(0) * stride);
+  auto idx = tl::arange<BLOCK>();
+  auto mask = (idx >= head) & (idx < head + n_cols);
+  auto x = tl::cast<tl::f32>(tl::load(in + base + idx, mask, -tl::inf));
+  auto num = tl::exp(x - tl::max(x));
+  tl::store(out + base + idx, tl::cast<T>(num / tl::sum(num)), mask);
+}
+
 /// Unfused step 1: m[row] = max of the row.
 template <class T, int BLOCK>
 void row_max_program(tl::Ptr<T> x, tl::Ptr<T> m, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {
@@ -75,14 +88,16 @@ namespace detail {
 
 // Max and sum of exp(x - max) over columns [start, end) of the row at `base`, in BLOCK-column pieces
 // with a running max and sum per lane (online softmax: each element read once), then across lanes.
-template <class T, int BLOCK>
+// With FIRST, columns below `first` are not the row's (an aligned window's head, row_window).
+template <class T, int BLOCK, bool FIRST = false>
 std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> online_max_sum(tl::Ptr<T> in, tl::Scalar<tl::i32> base,
-                                                                     tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end) {
+                                                                     tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end,
+                                                                     tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
   auto init = std::tuple{tl::full<tl::f32, BLOCK>(-tl::inf), tl::full<tl::f32, BLOCK>(0.0)};
   auto [m, s] = tl::for_range(start, end, BLOCK, init, [&](auto from, auto m, auto s) {
     auto idx = from + cols;
-    auto x = tl::cast<tl::f32>(tl::load(in + base + idx, idx < end, -tl::inf));
+    auto x = tl::cast<tl::f32>(tl::load(in + base + idx, columns_in<FIRST>(idx, first, end), -tl::inf));
     // One exp per element: of x and the running max, one is the new max and its exp term is 1, the other
     // is scaled by exp(-|x - m|). A masked (-inf) x leaves the lane as it was (-inf - -inf would be NaN).
     auto d = x - m;
@@ -95,15 +110,16 @@ std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> online_max_sum(tl::Ptr<T> i
 }
 
 // out = exp(x - row_max) / row_sum over columns [start, end) of the row at `base`, last piece first: the
-// pieces the first pass read last are the likeliest still in L2.
-template <class T, int BLOCK>
+// pieces the first pass read last are the likeliest still in L2. FIRST as for online_max_sum.
+template <class T, int BLOCK, bool FIRST = false>
 void normalize_range(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> base, tl::Scalar<tl::i32> start,
-                     tl::Scalar<tl::i32> end, tl::Scalar<tl::f32> row_max, tl::Scalar<tl::f32> row_sum) {
+                     tl::Scalar<tl::i32> end, tl::Scalar<tl::f32> row_max, tl::Scalar<tl::f32> row_sum,
+                     tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
   auto turn = reversed_piece_turn<BLOCK>(start, end);
   tl::for_range(start, end, BLOCK, [&](auto from) {
     auto idx = (turn - from) + cols;
-    auto mask = idx < end;
+    auto mask = columns_in<FIRST>(idx, first, end);
     auto x = tl::cast<tl::f32>(tl::load(in + base + idx, mask));
     tl::store(out + base + idx, tl::cast<T>(tl::exp(x - row_max) / row_sum), mask);
   });
@@ -114,34 +130,50 @@ void normalize_range(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> base, tl
 /// Softmax of one row of any width, looping over it in BLOCK-column pieces: the first pass keeps a
 /// running max and sum per lane (online softmax: read once), the second writes exp(x - max) / sum
 /// (read again, write once): 3 bytes moved per 2 of the one-program kernel, with no row-width limit.
-template <class T, int BLOCK>
+/// With PEEL, each row is read through its aligned window (row_window), for widths that are not a
+/// multiple of 16 bytes.
+template <class T, int BLOCK, bool PEEL = false>
 void softmax_looped_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
                             tl::Scalar<tl::i32> rows) {
   auto zero = tl::scalar<tl::i32>(0);
   tl::for_range(tl::program_id(0), rows, tl::num_programs(0), [&](auto row) {  // one row per program by default
-    auto base = row * stride;
-    auto [row_max, row_sum] = detail::online_max_sum<T, BLOCK>(in, base, zero, n_cols);
-    detail::normalize_range<T, BLOCK>(in, out, base, zero, n_cols, row_max, row_sum);
+    if constexpr (PEEL) {
+      auto [base, head] = row_window<T>(row * stride);
+      auto [row_max, row_sum] = detail::online_max_sum<T, BLOCK, true>(in, base, zero, head + n_cols, head);
+      detail::normalize_range<T, BLOCK, true>(in, out, base, zero, head + n_cols, row_max, row_sum, head);
+    } else {
+      auto base = row * stride;
+      auto [row_max, row_sum] = detail::online_max_sum<T, BLOCK>(in, base, zero, n_cols);
+      detail::normalize_range<T, BLOCK>(in, out, base, zero, n_cols, row_max, row_sum);
+    }
   });
 }
 
 /// Split-row softmax, kernel 1 of 2: program (row, split) writes the max and the sum of exp(x - max) of
 /// its `chunk` columns to partial_max/partial_sum[row * splits + split]: the grid-wide reduction's first
 /// pass, for rows too wide (and too few) to keep the GPU busy one program per row.
-template <class T, int BLOCK>
+/// With PEEL, the row is read through its aligned window (row_window) and the chunks split the window.
+template <class T, int BLOCK, bool PEEL = false>
 void softmax_partials_program(tl::Ptr<T> in, tl::Ptr<tl::f32> partial_max, tl::Ptr<tl::f32> partial_sum,
                               tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols, tl::Scalar<tl::i32> chunk) {
   auto row = tl::program_id(0);
   auto split = tl::program_id(1);
   auto start = split * chunk;
-  auto [m, s] = detail::online_max_sum<T, BLOCK>(in, row * stride, start, tl::minimum(start + chunk, n_cols));
+  auto [m, s] = [&] {
+    if constexpr (PEEL) {
+      auto [base, head] = row_window<T>(row * stride);
+      return detail::online_max_sum<T, BLOCK, true>(in, base, start, tl::minimum(start + chunk, head + n_cols), head);
+    } else {
+      return detail::online_max_sum<T, BLOCK>(in, row * stride, start, tl::minimum(start + chunk, n_cols));
+    }
+  }();
   tl::store(partial_max + row * tl::num_programs(1) + split, m);
   tl::store(partial_sum + row * tl::num_programs(1) + split, s);
 }
 
 /// Split-row softmax, kernel 2 of 2: program (row, split) combines the row's SPLITS_BLOCK-padded partials
 /// into the row's max and sum, then normalizes its own chunk.
-template <class T, int BLOCK, int SPLITS_BLOCK>
+template <class T, int BLOCK, int SPLITS_BLOCK, bool PEEL = false>
 void softmax_combine_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Ptr<tl::f32> partial_max, tl::Ptr<tl::f32> partial_sum,
                              tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols, tl::Scalar<tl::i32> chunk) {
   auto row = tl::program_id(0);
@@ -154,7 +186,12 @@ void softmax_combine_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Ptr<tl::f32> par
   auto s = tl::load(partial_sum + row * splits + k, valid);
   auto row_sum = tl::sum(tl::where(m == -tl::inf, 0.0, s * tl::exp(m - row_max)));
   auto start = split * chunk;
-  detail::normalize_range<T, BLOCK>(in, out, row * stride, start, tl::minimum(start + chunk, n_cols), row_max, row_sum);
+  if constexpr (PEEL) {
+    auto [base, head] = row_window<T>(row * stride);
+    detail::normalize_range<T, BLOCK, true>(in, out, base, start, tl::minimum(start + chunk, head + n_cols), row_max, row_sum, head);
+  } else {
+    detail::normalize_range<T, BLOCK>(in, out, row * stride, start, tl::minimum(start + chunk, n_cols), row_max, row_sum);
+  }
 }
 
 /// Softmax of rows split over a thread-block cluster, read once: program pid handles columns

@@ -103,6 +103,22 @@ TEST_F(Gpu, SplitRowLayerNorm) {
   check_layernorm<half>(6, 12288, 0.f, RowVariant::split, 3);
 }
 
+// Rows whose width is not a whole number of 16-byte vectors, read through their aligned windows (w and b
+// then off the window's alignment): every row starts at another offset into its vector.
+TEST_F(Gpu, LayerNormRowsOfEveryAlignment) {
+  for (std::int64_t cols : {3, 9, 33, 257, 1001, 3261, 16377}) {
+    check_layernorm<bfloat16>(41, cols);
+    check_layernorm<float>(23, cols);
+  }
+  check_layernorm<float>(7, 1001, 1e4f);  // the shift is the row's first element, not the window's
+  for (std::int64_t cols : {5, 4099, 30001}) {
+    check_layernorm<half>(9, cols, 0.f, RowVariant::looped);
+    check_layernorm<float>(5, cols, 1e3f, RowVariant::looped);
+  }
+  check_layernorm<bfloat16>(5, 40001, 0.f, RowVariant::split, 7);
+  check_layernorm<float>(3, 9, 0.f, RowVariant::split, 2);
+}
+
 TEST_F(Gpu, LayerNormLargeMeanTwoPass) { check_layernorm<float>(64, 4096, 1e4f); }
 // Half rows are summed unshifted: at mean 1e4 they still match float64 on the rounded inputs.
 TEST_F(Gpu, LayerNormHalvesAtALargeMean) {

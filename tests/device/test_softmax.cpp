@@ -155,6 +155,21 @@ TEST_F(Gpu, StagedSoftmaxReadsOnce) {
   check_variant<float>(3, 262144, RowVariant::staged);
 }
 
+// Rows whose width is not a whole number of 16-byte vectors, read through their aligned windows: every
+// row starts at another offset into its vector (odd widths of halves, 1 and 3 mod 4 of floats).
+TEST_F(Gpu, SoftmaxRowsOfEveryAlignment) {
+  for (std::int64_t cols : {3, 9, 33, 257, 1001, 3261, 16377, 16383}) {
+    check_variant<half>(41, cols, RowVariant::one_program);
+    check_variant<float>(23, cols, RowVariant::one_program);
+  }
+  for (std::int64_t cols : {5, 4099, 30001}) {
+    check_variant<bfloat16>(9, cols, RowVariant::looped);
+    check_variant<float>(5, cols, RowVariant::looped);
+  }
+  check_softmax_split<half>(5, 40001, 7);
+  check_softmax_split<float>(3, 9, 2);
+}
+
 TEST_F(Gpu, LoopedSoftmaxWideRows) {
   for (std::int64_t cols : {1, 7, 4096, 5000, 16385, 40000}) check_variant<float>(9, cols, RowVariant::looped);
   check_variant<bfloat16>(4, 131072, RowVariant::looped);

@@ -1,0 +1,152 @@
+// Rows of every alignment: the sample row kernels read a row whose width is not a whole number of 16-byte
+// vectors through its aligned window (kernels/rows/programs.hpp, RowWindow). In the interpreter, every
+// variant that peels (one program, looped, split) matches float64 with the window and without it, at
+// widths that leave each row a different offset into its vector; and the generated CUDA of the peeled
+// kernels moves 16 bytes per access where the unpeeled kernels go element by element.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/layernorm/layernorm.hpp"
+#include "kernels/reference.hpp"
+#include "kernels/softmax/softmax.hpp"
+#include "tests/common/text.hpp"
+
+using namespace tilefuse;
+using kernels::RowVariant;
+using test::occurrences;
+
+namespace {
+
+kernels::RowOptions interpreter(bool peel) {
+  kernels::RowOptions opt{Backend::interpreter};
+  opt.tuning.peel = peel;
+  return opt;
+}
+
+// Softmax `variant` (split: over 3 programs per row) of rows x cols in the interpreter against float64.
+template <class H>
+void check_softmax(std::int64_t rows, std::int64_t cols, RowVariant variant, bool peel) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(std::string("softmax ") + kernels::variant_name(variant) + (peel ? " peeled " : " unpeeled ") + std::to_string(rows) +
+               "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  auto x = reference::random_vector<H>(static_cast<std::size_t>(rows * cols), seed, 0.f, 3.f);
+  std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
+  if (variant == RowVariant::split) {
+    kernels::SplitScratch<std::vector<float>> scratch{std::vector<float>(rows * 3), std::vector<float>(rows * 3)};
+    kernels::softmax_split(x, y, scratch, rows, cols, 3, interpreter(peel));
+  } else {
+    kernels::softmax_auto(x, y, rows, cols, interpreter(peel), variant);
+  }
+  const auto ref = reference::softmax<H>(x, rows, cols);
+  EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
+  EXPECT_LE(reference::worst_element<H>(y, ref, 1e-7, 4 * reference::tolerance<H>()), 1.0);
+}
+
+// LayerNorm `variant` (split: over 3 programs per row) in the interpreter against float64, mean and rstd
+// included; `mean` shifts the rows (f32 rows are summed shifted by their first element, which the
+// window must find at the row's start, not the window's).
+template <class H>
+void check_layernorm(std::int64_t rows, std::int64_t cols, RowVariant variant, bool peel, float mean = 0.f) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(std::string("layernorm ") + kernels::variant_name(variant) + (peel ? " peeled " : " unpeeled ") + std::to_string(rows) +
+               "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  auto x = reference::random_vector<H>(static_cast<std::size_t>(rows * cols), seed, mean, 1.f);
+  auto w = reference::random_vector<H>(static_cast<std::size_t>(cols), seed + 1);
+  auto b = reference::random_vector<H>(static_cast<std::size_t>(cols), seed + 2);
+  std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
+  kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows, std::nanf("")), std::vector<float>(rows, std::nanf(""))};
+  if (variant == RowVariant::split) {
+    kernels::NormSplitScratch<std::vector<float>> scratch{std::vector<float>(rows * 3), std::vector<float>(rows * 3)};
+    kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, 3, 1e-5f, interpreter(peel));
+  } else {
+    kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, interpreter(peel), variant);
+  }
+  std::vector<double> mean_ref, rstd_ref;
+  const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
+  const double tol = reference::tolerance<H>();
+  EXPECT_LE(reference::relative_error<H>(y, ref), tol);
+  EXPECT_LE(reference::worst_element<H>(y, ref, 4 * tol, 4 * tol), 1.0);
+  EXPECT_LE(reference::worst_element<float>(stats.mean, mean_ref, 1e-6, 1e-5), 1.0);
+  EXPECT_LE(reference::relative_error<float>(stats.rstd, rstd_ref), 1e-4);
+}
+
+// Widths that start consecutive rows at every offset into a 16-byte vector of halves (odd) and of floats
+// (1 and 3 mod 4), narrow and past one warp's tile.
+const std::int64_t kOddWidths[] = {1, 3, 9, 33, 257, 1001};
+const RowVariant kPeeling[] = {RowVariant::one_program, RowVariant::looped, RowVariant::split};
+
+// The specialization of a launch on rows of odd width: every pointer 16-byte aligned, the row stride and
+// width odd (a split's chunk stays a multiple of its loop piece).
+Specialization odd_rows(const Program& p) {
+  Specialization s = p.default_specialization();
+  for (std::size_t i = 0; i < s.divisibility.size(); ++i)
+    for (const char* odd : {"stride", "n_cols", "n", "tail"})
+      if (p.ir().params[i].name == odd) s.divisibility[i] = 1;
+  return s;
+}
+
+}  // namespace
+
+TEST(RowsAlignment, SoftmaxEveryOffsetIntoAVector) {
+  for (RowVariant v : kPeeling)
+    for (std::int64_t cols : kOddWidths)
+      for (bool peel : {true, false}) {
+        check_softmax<half>(9, cols, v, peel);
+        check_softmax<float>(5, cols, v, peel);
+      }
+  check_softmax<bfloat16>(3, 4099, RowVariant::looped, true);  // a window of two loop pieces
+}
+
+TEST(RowsAlignment, LayerNormEveryOffsetIntoAVector) {
+  for (RowVariant v : kPeeling)
+    for (std::int64_t cols : kOddWidths)
+      for (bool peel : {true, false}) {
+        check_layernorm<bfloat16>(9, cols, v, peel);
+        check_layernorm<float>(5, cols, v, peel);
+      }
+  check_layernorm<float>(4, 1001, RowVariant::one_program, true, 1e4f);  // the shift is the row's first element
+  check_layernorm<float>(4, 4099, RowVariant::looped, true, 1e4f);
+  check_layernorm<half>(3, 4099, RowVariant::split, true);
+}
+
+TEST(RowsAlignment, WindowsWiderThanOneProgramFallBackToTheRow) {
+  // 16383 f16 columns: the window (16390) is past the one-program tile, so the row is read from its start.
+  const auto programs = kernels::softmax_programs(RowVariant::one_program, ir::DType::f16, 16383, interpreter(true));
+  ASSERT_EQ(programs.size(), 1u);
+  EXPECT_EQ(programs[0]->name(), "softmax_16384");
+  check_softmax<half>(3, 16383, RowVariant::one_program, true);
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::f16, 16377, interpreter(true)).at(0)->name(),
+            "softmax_peeled_16384");
+}
+
+TEST(RowsAlignment, PeeledKernelsMove16BytesPerAccess) {
+  // Rows of 3261 halves at an odd stride: the input and output 16-byte aligned, stride and width odd.
+  const auto source = [&](bool peel) {
+    const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::f16, 3261, interpreter(peel)).at(0);
+    return p->cuda_source(odd_rows(*p));
+  };
+  const std::string peeled = source(true), plain = source(false);
+  EXPECT_NE(peeled.find("tilefuse_softmax_peeled_4096"), std::string::npos);
+  EXPECT_EQ(occurrences(peeled, "tf_load_vec<unsigned, 4"), 1u) << peeled;   // 8 halves per load
+  EXPECT_EQ(occurrences(peeled, "tf_store_vec<unsigned, 4"), 1u) << peeled;
+  EXPECT_EQ(occurrences(plain, "tf_load_vec<"), 0u) << plain;                // element by element
+  // The unpeeled kernel's threads take neighbouring elements (runs of 1), not runs of 8 read one by one.
+  EXPECT_NE(plain.find("in runs of 1"), std::string::npos) << plain;
+  // LayerNorm: x in and y out in 16-byte runs; w and b, off the window's alignment, element by element.
+  const Program* ln = kernels::layernorm_programs(RowVariant::one_program, ir::DType::bf16, 3261, interpreter(true)).at(0);
+  EXPECT_EQ(ln->name(), "layernorm_peeled_4096");
+  const std::string ln_src = ln->cuda_source(odd_rows(*ln));
+  EXPECT_EQ(occurrences(ln_src, "tf_load_vec<unsigned, 4"), 1u) << ln_src;  // (with the streaming hint)
+  EXPECT_EQ(occurrences(ln_src, "tf_store_vec<unsigned, 4"), 1u) << ln_src;
+  for (RowVariant v : {RowVariant::looped, RowVariant::split}) {
+    for (const Program* p : kernels::softmax_programs(v, ir::DType::f16, 30001, interpreter(true), 4)) {
+      const std::string src = p->cuda_source(odd_rows(*p));
+      EXPECT_NE(p->name().find("peeled"), std::string::npos) << p->name();
+      EXPECT_GE(occurrences(src, "tf_load_vec<unsigned, 4"), 1u) << p->name() << "\n" << src;
+    }
+  }
+}
