@@ -88,7 +88,8 @@ void sweep_case(benchmark::State& state, const SweepShape& k, bool layernorm) {
   const double moved = 2.0 * rc.bytes;
   state.counters["x_copy"] = c / t.median_us;
   const std::string shape = add_copy_row(k.rows, k.cols, k.dtype, c, moved);
-  const kernels::RowVariant v = layernorm ? kernels::layernorm_choice(k.cols, sizeof(H), rc.opt) : kernels::softmax_choice(k.cols, sizeof(H), rc.opt);
+  const kernels::RowVariant v = layernorm ? kernels::layernorm_choice(k.rows, k.cols, sizeof(H), rc.opt)
+                                          : kernels::softmax_choice(k.rows, k.cols, sizeof(H), rc.opt);
   char note[96];
   std::snprintf(note, sizeof note, "sweep; chose %s; rel err %.1e", kernels::variant_name(v), err);
   const char* kernel = layernorm ? "layernorm" : "softmax";

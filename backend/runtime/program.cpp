@@ -315,7 +315,7 @@ thread_local InspectLaunches* active_capture = nullptr;
 InspectLaunches::InspectLaunches(std::string arch, const Target* gpu) : arch_(std::move(arch)), previous_(active_capture) {
   if (gpu) target_ = *gpu;
   else if (driver::available()) target_ = tilefuse::target(Backend::gpu);
-  else target_ = Target{"sm_90", true, 132, true, 232448};
+  else target_ = Target{"sm_90", true, 132, true, 232448, 50 << 20};
   if (arch_.empty()) arch_ = target_.arch;
   active_capture = this;
 }

@@ -171,7 +171,8 @@ class Program {
 class InspectLaunches {
  public:
   /// Launches are inspected for `arch` (empty: the GPU's, or sm_90 without one); `gpu` describes the GPU
-  /// the choices assume (default: the GPU present, or an sm_90 with 132 SMs and clusters without one).
+  /// the choices assume (default: the GPU present, or an sm_90 with 132 SMs, clusters and 50 MB of L2
+  /// without one).
   explicit InspectLaunches(std::string arch = {}, const Target* gpu = nullptr);
   ~InspectLaunches();
   InspectLaunches(const InspectLaunches&) = delete;

@@ -2,6 +2,7 @@
 // the driver layer), or a description of the CPU interpreter. Kernels ask here, never the driver.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "backend/runtime/args.hpp"
@@ -15,6 +16,7 @@ struct Target {
   int sm_count = 0;               ///< the GPU's multiprocessors (0 for the interpreter)
   bool clusters = false;          ///< thread-block clusters run (sm_90 and later; the interpreter runs them too)
   int max_shared_per_block = 0;   ///< bytes of shared memory one block may opt in to (0: no limit)
+  std::int64_t l2_bytes = 0;      ///< the GPU's L2 cache (0 for the interpreter)
 };
 
 /// The target of a launch on `backend` (Backend::automatic resolved as launches resolve it). Throws

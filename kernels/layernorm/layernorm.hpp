@@ -27,8 +27,8 @@ inline constexpr std::int64_t kNormMaxSplits = 1024;
 
 /// The LayerNorm variants, in the automatic choice's order of preference.
 std::span<const VariantInfo> layernorm_variants();
-/// The variant layernorm_auto runs for rows of `cols` elements of `element_bytes` on `opt.backend`.
-RowVariant layernorm_choice(std::int64_t cols, int element_bytes, const RowOptions& opt = {});
+/// The variant layernorm_auto runs for `rows` rows of `cols` elements of `element_bytes` on `opt.backend`.
+RowVariant layernorm_choice(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt = {});
 
 /// Per-row statistics LayerNorm writes (f32, one per row), for a backward pass.
 template <class F32Buf>

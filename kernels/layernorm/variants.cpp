@@ -7,20 +7,25 @@ namespace tilefuse::kernels {
 namespace {
 
 
-bool one_program_fits(std::int64_t cols, int, const RowOptions&) { return cols <= kNormMaxCols; }
+bool one_program_fits(std::int64_t, std::int64_t cols, int, const RowOptions&) { return cols <= kNormMaxCols; }
+
+// Few wide rows: split when one program per row would leave the GPU short of programs.
+bool split_fits(std::int64_t rows, std::int64_t cols, int, const RowOptions& opt) {
+  return few_rows(tilefuse::target(opt.backend), rows, cols, layernorm_launch::kLoopBlock);
+}
 
 // In order of preference: the first entry whose `fits` holds is the automatic choice. The staged and
 // cluster kernels read the row once but are not chosen: the looped one is measured ahead of them on the
 // wide rows (bench/NOTES.md).
 constexpr VariantInfo kVariants[] = {
+    {RowVariant::split, "layernorm_split", "each row over several programs and two kernels, partial sums in scratch (few wide rows)", 2,
+     true, false, 0, split_fits},
     {RowVariant::one_program, "layernorm", "one program per row, the row in registers, two-pass", 1, false, false, kNormMaxCols,
      one_program_fits},
     {RowVariant::looped, "layernorm_looped", "one program per row looping over it, shifted sums", 2, false, false, 0, always_fits},
     {RowVariant::staged, "layernorm_staged", "the row staged through shared memory, two-pass", 1, false, false, kStageMaxCols, nullptr},
     {RowVariant::cluster, "layernorm_cluster", "a row over a thread-block cluster, two-pass in registers", 1, false, true, kNormClusterMaxCols,
      nullptr},
-    {RowVariant::split, "layernorm_split", "each row over several programs and two kernels, partial sums in scratch", 2, true, false,
-     0, nullptr},
 };
 
 // The launcher of each variant.
@@ -46,8 +51,8 @@ detail::NormArgs placeholders(ir::DType dtype, std::int64_t cols, std::int64_t s
 
 std::span<const VariantInfo> layernorm_variants() { return kVariants; }
 
-RowVariant layernorm_choice(std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  return first_fitting(kVariants, cols, element_bytes, opt);
+RowVariant layernorm_choice(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  return first_fitting(kVariants, rows, cols, element_bytes, opt);
 }
 
 void detail::layernorm(RowVariant variant, const NormArgs& args, const RowOptions& opt) { run(variant, args, opt, nullptr); }

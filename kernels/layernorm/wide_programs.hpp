@@ -101,13 +101,16 @@ void layernorm_looped_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<
   tl::store(rstd_out + row, rstd);
 }
 
-/// Split-row LayerNorm, kernel 1 of 2: program (row, split) writes the sums of x - x[row, 0] and of its
-/// square over its `chunk` columns to partial_s1/partial_s2[row * splits + split].
+/// Split-row LayerNorm, kernel 1 of 2: program (r, split) of a launch over rows first_row + r writes the
+/// sums of x - x[row, 0] and of its square over its `chunk` columns to partial_s1/partial_s2[r * splits +
+/// split]. (A launch covers a group of rows, as for the split-row softmax.)
 /// With PEEL, the row is read through its aligned window (row_window) and the chunks split the window.
 template <class T, int BLOCK, bool PEEL = false>
 void layernorm_partials_program(tl::Ptr<T> x, tl::Ptr<tl::f32> partial_s1, tl::Ptr<tl::f32> partial_s2,
-                                tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk) {
-  auto row = tl::program_id(0);
+                                tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk,
+                                tl::Scalar<tl::i32> first_row) {
+  auto r = tl::program_id(0);
+  auto row = first_row + r;
   auto split = tl::program_id(1);
   auto start = split * chunk;
   auto shift = tl::cast<tl::f32>(tl::load(x + row * stride));
@@ -119,25 +122,26 @@ void layernorm_partials_program(tl::Ptr<T> x, tl::Ptr<tl::f32> partial_s1, tl::P
       return detail::shifted_sums<T, BLOCK>(x, row * stride, shift, start, tl::minimum(start + chunk, n));
     }
   }();
-  tl::store(partial_s1 + row * tl::num_programs(1) + split, s1);
-  tl::store(partial_s2 + row * tl::num_programs(1) + split, s2);
+  tl::store(partial_s1 + r * tl::num_programs(1) + split, s1);
+  tl::store(partial_s2 + r * tl::num_programs(1) + split, s2);
 }
 
-/// Split-row LayerNorm, kernel 2 of 2: program (row, split) adds the row's SPLITS_BLOCK-padded partial
-/// sums into its mean and rstd, normalizes its own chunk, and (split 0) writes mean and rstd.
+/// Split-row LayerNorm, kernel 2 of 2: program (r, split) adds row first_row + r's SPLITS_BLOCK-padded
+/// partial sums into its mean and rstd, normalizes its own chunk, and (split 0) writes mean and rstd.
 template <class T, int BLOCK, int SPLITS_BLOCK, bool PEEL = false>
 void layernorm_combine_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                                tl::Ptr<tl::f32> rstd_out, tl::Ptr<tl::f32> partial_s1, tl::Ptr<tl::f32> partial_s2,
                                tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk,
-                               tl::Scalar<tl::f32> eps) {
-  auto row = tl::program_id(0);
+                               tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> first_row) {
+  auto r = tl::program_id(0);
+  auto row = first_row + r;
   auto split = tl::program_id(1);
   auto splits = tl::num_programs(1);
   auto base = row * stride;
   auto k = tl::arange<SPLITS_BLOCK>();
   auto valid = k < splits;
-  auto s1 = tl::sum(tl::load(partial_s1 + row * splits + k, valid));
-  auto s2 = tl::sum(tl::load(partial_s2 + row * splits + k, valid));
+  auto s1 = tl::sum(tl::load(partial_s1 + r * splits + k, valid));
+  auto s2 = tl::sum(tl::load(partial_s2 + r * splits + k, valid));
   auto shift = tl::cast<tl::f32>(tl::load(x + base));
   auto [mean_shifted, rstd] = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
   auto start = split * chunk;

@@ -91,7 +91,7 @@ template <class Args>
 void dispatch(std::span<const VariantInfo> table, std::span<const Launcher<Args>> launchers, const char* family, RowVariant variant,
               const Args& args, int element_bytes, const RowOptions& opt, std::vector<const Program*>* collect) {
   validate(opt.tuning);
-  if (variant == RowVariant::automatic) variant = first_fitting(table, args.cols, element_bytes, opt);
+  if (variant == RowVariant::automatic) variant = first_fitting(table, args.rows, args.cols, element_bytes, opt);
   const RowCall call{find_variant(table, variant, family).entry, args.rows, args.cols, opt, collect};
   for (const Launcher<Args>& l : launchers)
     if (l.variant == variant) return l.launch(call, args);

@@ -70,19 +70,20 @@ struct VariantInfo {
   bool needs_scratch;     ///< the caller passes scratch (split-row partials)
   bool needs_clusters;    ///< rows past one program need thread-block clusters (sm_90)
   std::int64_t max_cols;  ///< widest row it takes (columns); 0: any width
-  /// Whether the automatic choice takes it for rows of `cols` on `opt.backend` (null: never automatic).
-  /// The table is in order of preference: the first entry that fits runs.
-  bool (*fits)(std::int64_t cols, int element_bytes, const RowOptions& opt);
+  /// Whether the automatic choice takes it for `rows` rows of `cols` on `opt.backend` (null: never
+  /// automatic). The table is in order of preference: the first entry that fits runs.
+  bool (*fits)(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt);
 };
 
 /// VariantInfo::fits of the variant the automatic choice falls back to: it takes every row.
-bool always_fits(std::int64_t cols, int element_bytes, const RowOptions& opt);
+bool always_fits(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt);
 
 /// The entry of `variant` in a family's variant table; throws std::invalid_argument naming the family
 /// when the table has none.
 const VariantInfo& find_variant(std::span<const VariantInfo> table, RowVariant variant, const char* family);
-/// The automatic choice: the first entry of `table` whose `fits` holds for rows of `cols` elements of
-/// `element_bytes` on `opt.backend` (the table's last entry when none does).
-RowVariant first_fitting(std::span<const VariantInfo> table, std::int64_t cols, int element_bytes, const RowOptions& opt);
+/// The automatic choice: the first entry of `table` whose `fits` holds for `rows` rows of `cols` elements
+/// of `element_bytes` on `opt.backend` (the table's last entry when none does).
+RowVariant first_fitting(std::span<const VariantInfo> table, std::int64_t rows, std::int64_t cols, int element_bytes,
+                         const RowOptions& opt);
 
 }  // namespace tilefuse::kernels

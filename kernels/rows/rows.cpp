@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/rows/rules.hpp"
+#include "kernels/rows/workspace.hpp"
 
 namespace tilefuse::kernels {
 
@@ -39,7 +40,7 @@ const char* variant_name(RowVariant v) {
   return "?";
 }
 
-bool always_fits(std::int64_t, int, const RowOptions&) { return true; }
+bool always_fits(std::int64_t, std::int64_t, int, const RowOptions&) { return true; }
 
 const VariantInfo& find_variant(std::span<const VariantInfo> table, RowVariant variant, const char* family) {
   for (const VariantInfo& v : table)
@@ -47,9 +48,10 @@ const VariantInfo& find_variant(std::span<const VariantInfo> table, RowVariant v
   throw std::invalid_argument(std::string("tilefuse ") + family + ": no variant " + variant_name(variant));
 }
 
-RowVariant first_fitting(std::span<const VariantInfo> table, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+RowVariant first_fitting(std::span<const VariantInfo> table, std::int64_t rows, std::int64_t cols, int element_bytes,
+                         const RowOptions& opt) {
   for (const VariantInfo& v : table)
-    if (v.fits && v.fits(cols, element_bytes, opt)) return v.variant;
+    if (v.fits && v.fits(rows, cols, element_bytes, opt)) return v.variant;
   return table.back().variant;
 }
 
@@ -136,6 +138,23 @@ std::int64_t split_row_chunk(const char* kernel, std::int64_t cols, std::int64_t
     throw std::invalid_argument(std::string("tilefuse ") + kernel + ": argument splits: expected 1 to " +
                                 std::to_string(max_splits) + ", got " + std::to_string(splits));
   return ((cols + splits - 1) / splits + block - 1) / block * block;
+}
+
+bool few_rows(const Target& target, std::int64_t programs, std::int64_t cols, std::int64_t piece) {
+  return target.gpu && programs < 2 * std::int64_t{target.sm_count} && cols >= 2 * piece;
+}
+
+SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
+                     std::int64_t max_splits) {
+  const std::int64_t most = std::clamp<std::int64_t>((cols + piece - 1) / piece, 1, max_splits);
+  if (!target.gpu) return {std::min<std::int64_t>(2, most), rows};
+  const std::int64_t sms = std::max(1, target.sm_count);
+  SplitPlan plan;
+  plan.splits = std::clamp<std::int64_t>((4 * sms + rows - 1) / rows, 1, most);
+  const std::int64_t row_bytes = cols * element_bytes;
+  const std::int64_t by_l2 = target.l2_bytes > 0 ? std::max<std::int64_t>(1, target.l2_bytes / 2 / row_bytes) : rows;
+  plan.group = std::clamp<std::int64_t>(std::min(by_l2, workspace_partials(sms) / plan.splits), 1, rows);
+  return plan;
 }
 
 bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes) {

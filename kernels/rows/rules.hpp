@@ -8,6 +8,7 @@
 #include <span>
 
 #include "backend/runtime/program.hpp"
+#include "backend/runtime/target.hpp"
 #include "kernels/rows/options.hpp"
 
 namespace tilefuse::kernels {
@@ -70,6 +71,24 @@ ClusterSplit cluster_split(const char* kernel, const char* alternative, std::int
 /// pieces of `block` columns, so every piece but a row's last is full and aligned.
 std::int64_t split_row_chunk(const char* kernel, std::int64_t cols, std::int64_t splits, std::int64_t max_splits,
                              std::int64_t block);
+
+/// How a split-row launch spreads rows over the GPU: `splits` programs per row, in launches of `group`
+/// rows each.
+struct SplitPlan {
+  std::int64_t splits = 1;
+  std::int64_t group = 1;
+};
+
+/// Whether the automatic choice splits rows over programs: on a GPU, when the read-once choice would run
+/// `programs` (rows x its programs per row) below 2 per SM, and rows are at least two `piece`s wide.
+bool few_rows(const Target& target, std::int64_t programs, std::int64_t cols, std::int64_t piece);
+
+/// The split-row plan of the automatic choice: whole `piece`s per program and enough programs for about 4
+/// per SM (at most `max_splits` per row); groups of rows that fill at most half the L2, so that the
+/// second kernel of a group reads its rows again from there, and whose partials fit the library's
+/// workspace. In the interpreter: 2 splits, one group.
+SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
+                     std::int64_t max_splits);
 
 /// Whether rows of `cols` elements of `element_bytes` are read through aligned windows (RowWindow in
 /// kernels/rows/programs.hpp): rows that are not a whole number of 16-byte vectors, unless Tuning::peel

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "kernels/softmax/launchers.hpp"
+#include "kernels/rows/workspace.hpp"
 #include "kernels/softmax/programs.hpp"
 
 namespace tilefuse::kernels::softmax_launch {
@@ -25,30 +26,43 @@ void looped(const RowCall& call, const Args& a) {
 void split(const RowCall& call, const Args& a) {
   check_matrix(call, "in", a.in);
   check_matrix(call, "out", a.out);
-  split_row_chunk(call.entry, call.cols, a.splits, kSoftmaxMaxSplits, kLoopBlock);  // checks splits
-  check_vector(call, "scratch.partial_max", a.partial_max, call.rows * a.splits);
-  check_vector(call, "scratch.partial_sum", a.partial_sum, call.rows * a.splits);
-  const Grid grid(call.rows, a.splits);
+  // splits = 0: the automatic choice's plan, with the library's workspace; else the caller's splits and
+  // scratch, in one launch pair.
+  SplitPlan plan{a.splits, call.rows};
+  Arg partial_max = a.partial_max, partial_sum = a.partial_sum;
+  if (a.splits == 0) {
+    plan = split_plan(call.target(), call.rows, call.cols, ir::dtype_bytes(a.in.dtype), kLoopBlock, kSoftmaxMaxSplits);
+    const Workspace ws = workspace(call.opt, plan.group * plan.splits);
+    partial_max = ws.first;
+    partial_sum = ws.second;
+  } else {
+    split_row_chunk(call.entry, call.cols, a.splits, kSoftmaxMaxSplits, kLoopBlock);  // checks splits
+    check_vector(call, "scratch.partial_max", a.partial_max, call.rows * a.splits);
+    check_vector(call, "scratch.partial_sum", a.partial_sum, call.rows * a.splits);
+  }
   const Arg n = i32(call.cols);
   const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
   with_float_dtype(a.in.dtype, [&]<class T>() {
     // Rows that are not whole vectors: the chunks split each row's aligned window.
     const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
-    const Arg c = i32(split_row_chunk(call.entry, peel ? window_cols(call.cols, element_bytes_of<T>()) : call.cols, a.splits,
+    const Arg c = i32(split_row_chunk(call.entry, peel ? window_cols(call.cols, element_bytes_of<T>()) : call.cols, plan.splits,
                                       kSoftmaxMaxSplits, kLoopBlock));
-    static constexpr const char* partial_params[] = {"in", "partial_max", "partial_sum", "stride", "n_cols", "chunk"};
+    static constexpr const char* partial_params[] = {"in", "partial_max", "partial_sum", "stride", "n_cols", "chunk", "first_row"};
     Program& partials = peel ? kernel_for<&softmax_partials_program<T, kLoopBlock, true>>(
                                    shape, [] { return std::string("softmax_partials_peeled"); }, partial_params)
                              : kernel_for<&softmax_partials_program<T, kLoopBlock>>(
                                    shape, [] { return std::string("softmax_partials"); }, partial_params);
-    launch(call, partials, grid, std::array{a.in, a.partial_max, a.partial_sum, n, n, c});
-    with_block<kSoftmaxMaxSplits>(a.splits, [&]<int SB>() {
-      static constexpr const char* combine_params[] = {"in", "out", "partial_max", "partial_sum", "stride", "n_cols", "chunk"};
+    with_block<kSoftmaxMaxSplits>(plan.splits, [&]<int SB>() {
+      static constexpr const char* combine_params[] = {"in", "out", "partial_max", "partial_sum", "stride", "n_cols", "chunk", "first_row"};
       Program& combine = peel ? kernel_for<&softmax_combine_program<T, kLoopBlock, SB, true>>(
                                     shape, [] { return "softmax_combine_peeled_" + std::to_string(SB); }, combine_params)
                               : kernel_for<&softmax_combine_program<T, kLoopBlock, SB>>(
                                     shape, [] { return "softmax_combine_" + std::to_string(SB); }, combine_params);
-      launch(call, combine, grid, std::array{a.in, a.out, a.partial_max, a.partial_sum, n, n, c});
+      for (std::int64_t first = 0; first < call.rows; first += plan.group) {
+        const Grid grid(std::min(plan.group, call.rows - first), plan.splits);
+        launch(call, partials, grid, std::array{a.in, partial_max, partial_sum, n, n, c, i32(first)});
+        launch(call, combine, grid, std::array{a.in, a.out, partial_max, partial_sum, n, n, c, i32(first)});
+      }
     });
   });
 }

@@ -149,14 +149,18 @@ void softmax_looped_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> s
   });
 }
 
-/// Split-row softmax, kernel 1 of 2: program (row, split) writes the max and the sum of exp(x - max) of
-/// its `chunk` columns to partial_max/partial_sum[row * splits + split]: the grid-wide reduction's first
-/// pass, for rows too wide (and too few) to keep the GPU busy one program per row.
+/// Split-row softmax, kernel 1 of 2: program (r, split) of a launch over rows first_row + r writes the max
+/// and the sum of exp(x - max) of its `chunk` columns to partial_max/partial_sum[r * splits + split]: the
+/// grid-wide reduction's first pass, for rows too wide (and too few) to keep the GPU busy one program per
+/// row. (A launch covers a group of rows: the automatic choice keeps a group within half the L2, so that
+/// kernel 2 reads its rows again from there.)
 /// With PEEL, the row is read through its aligned window (row_window) and the chunks split the window.
 template <class T, int BLOCK, bool PEEL = false>
 void softmax_partials_program(tl::Ptr<T> in, tl::Ptr<tl::f32> partial_max, tl::Ptr<tl::f32> partial_sum,
-                              tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols, tl::Scalar<tl::i32> chunk) {
-  auto row = tl::program_id(0);
+                              tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols, tl::Scalar<tl::i32> chunk,
+                              tl::Scalar<tl::i32> first_row) {
+  auto r = tl::program_id(0);
+  auto row = first_row + r;
   auto split = tl::program_id(1);
   auto start = split * chunk;
   auto [m, s] = [&] {
@@ -167,23 +171,25 @@ void softmax_partials_program(tl::Ptr<T> in, tl::Ptr<tl::f32> partial_max, tl::P
       return detail::online_max_sum<T, BLOCK>(in, row * stride, start, tl::minimum(start + chunk, n_cols));
     }
   }();
-  tl::store(partial_max + row * tl::num_programs(1) + split, m);
-  tl::store(partial_sum + row * tl::num_programs(1) + split, s);
+  tl::store(partial_max + r * tl::num_programs(1) + split, m);
+  tl::store(partial_sum + r * tl::num_programs(1) + split, s);
 }
 
-/// Split-row softmax, kernel 2 of 2: program (row, split) combines the row's SPLITS_BLOCK-padded partials
-/// into the row's max and sum, then normalizes its own chunk.
+/// Split-row softmax, kernel 2 of 2: program (r, split) combines row first_row + r's SPLITS_BLOCK-padded
+/// partials into the row's max and sum, then normalizes its own chunk.
 template <class T, int BLOCK, int SPLITS_BLOCK, bool PEEL = false>
 void softmax_combine_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Ptr<tl::f32> partial_max, tl::Ptr<tl::f32> partial_sum,
-                             tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols, tl::Scalar<tl::i32> chunk) {
-  auto row = tl::program_id(0);
+                             tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols, tl::Scalar<tl::i32> chunk,
+                             tl::Scalar<tl::i32> first_row) {
+  auto r = tl::program_id(0);
+  auto row = first_row + r;
   auto split = tl::program_id(1);
   auto splits = tl::num_programs(1);
   auto k = tl::arange<SPLITS_BLOCK>();
   auto valid = k < splits;
-  auto m = tl::load(partial_max + row * splits + k, valid, -tl::inf);
+  auto m = tl::load(partial_max + r * splits + k, valid, -tl::inf);
   auto row_max = tl::max(m);
-  auto s = tl::load(partial_sum + row * splits + k, valid);
+  auto s = tl::load(partial_sum + r * splits + k, valid);
   auto row_sum = tl::sum(tl::where(m == -tl::inf, 0.0, s * tl::exp(m - row_max)));
   auto start = split * chunk;
   if constexpr (PEEL) {

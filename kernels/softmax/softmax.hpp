@@ -32,8 +32,8 @@ inline constexpr std::int64_t kSoftmaxAutoMaxStageBytes = 65536;
 
 /// The softmax variants, in the automatic choice's order of preference.
 std::span<const VariantInfo> softmax_variants();
-/// The variant softmax_auto runs for rows of `cols` elements of `element_bytes` on `backend`.
-RowVariant softmax_choice(std::int64_t cols, int element_bytes, const RowOptions& opt = {});
+/// The variant softmax_auto runs for `rows` rows of `cols` elements of `element_bytes` on `opt.backend`.
+RowVariant softmax_choice(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt = {});
 /// Whether softmax_auto sends rows of `cols` elements of `element_bytes` to the staged kernel: one
 /// program, or a cluster of at most 8 whose stages hold at most kSoftmaxAutoMaxStageBytes each (or
 /// Tuning::stage_bytes when that is larger).

@@ -6,26 +6,39 @@ namespace tilefuse::kernels {
 
 namespace {
 
-bool one_program_fits(std::int64_t cols, int, const RowOptions&) { return cols <= kSoftmaxMaxCols; }
+bool one_program_fits(std::int64_t, std::int64_t cols, int, const RowOptions&) { return cols <= kSoftmaxMaxCols; }
 
 // Columns one staged program holds when its stage is at most `stage_bytes`.
 std::int64_t stage_piece(std::int64_t stage_bytes, int element_bytes) { return std::min<std::int64_t>(kStageMaxCols, stage_bytes / element_bytes); }
 
-bool staged_fits(std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  const std::int64_t piece = stage_piece(std::max(opt.tuning.stage_bytes.value_or(32768), kSoftmaxAutoMaxStageBytes), element_bytes);
+// Columns one staged program of the automatic choice holds.
+std::int64_t auto_stage_piece(int element_bytes, const RowOptions& opt) {
+  return stage_piece(std::max(opt.tuning.stage_bytes.value_or(32768), kSoftmaxAutoMaxStageBytes), element_bytes);
+}
+
+bool staged_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  const std::int64_t piece = auto_stage_piece(element_bytes, opt);
   return cols <= piece || (cols <= 8 * piece && tilefuse::target(opt.backend).clusters);
+}
+
+// Few wide rows: split when the read-once choice (one program per row, or a staged cluster of up to 8)
+// would leave the GPU short of programs.
+bool split_fits(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  const std::int64_t per_row =
+      cols > kSoftmaxMaxCols && staged_fits(rows, cols, element_bytes, opt) ? (cols + auto_stage_piece(element_bytes, opt) - 1) / auto_stage_piece(element_bytes, opt) : 1;
+  return few_rows(tilefuse::target(opt.backend), rows * per_row, cols, softmax_launch::kLoopBlock);
 }
 
 // In order of preference: the first entry whose `fits` holds is the automatic choice.
 constexpr VariantInfo kVariants[] = {
+    {RowVariant::split, "softmax_split", "each row over several programs and two kernels, partials in scratch (few wide rows)", 2,
+     true, false, 0, split_fits},
     {RowVariant::one_program, "softmax", "one program per row, the row in registers", 1, false, false, kSoftmaxMaxCols, one_program_fits},
     {RowVariant::staged, "softmax_staged", "the row staged through shared memory (cp.async), a cluster per row past 32 KB", 1, false, true,
      kSoftmaxStagedMaxCols, staged_fits},
     {RowVariant::looped, "softmax_looped", "one program per row looping over it, online max and sum", 2, false, false, 0,
      always_fits},
     {RowVariant::cluster, "softmax_cluster", "a row over a thread-block cluster, in registers (DSMEM)", 1, false, true, kSoftmaxClusterMaxCols, nullptr},
-    {RowVariant::split, "softmax_split", "each row over several programs and two kernels, partials in scratch", 2, true, false, 0,
-     nullptr},
 };
 
 // The launcher of each variant.
@@ -46,12 +59,12 @@ Arg placeholder(ir::DType dtype, std::int64_t count) { return Arg::host_memory_o
 
 std::span<const VariantInfo> softmax_variants() { return kVariants; }
 
-RowVariant softmax_choice(std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  return first_fitting(kVariants, cols, element_bytes, opt);
+RowVariant softmax_choice(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  return first_fitting(kVariants, rows, cols, element_bytes, opt);
 }
 
 bool softmax_staged_fits(std::int64_t cols, int element_bytes, Backend backend, const Tuning& tuning) {
-  return staged_fits(cols, element_bytes, RowOptions{backend, nullptr, tuning});
+  return staged_fits(1, cols, element_bytes, RowOptions{backend, nullptr, tuning});
 }
 
 void detail::softmax(RowVariant variant, const SoftmaxArgs& args, const RowOptions& opt) { run(variant, args, opt, nullptr); }

@@ -20,11 +20,11 @@ inline const Program& layernorm_program(ir::DType dtype, std::int64_t cols) {
   return *kernels::layernorm_programs(kernels::RowVariant::one_program, dtype, cols, kInterpreter).at(0);
 }
 
-/// Whether LayerNorm `variant` (automatic: layernorm_auto's choice for rows of `cols` elements of
+/// Whether LayerNorm `variant` (automatic: layernorm_auto's choice for `rows` rows of `cols` elements of
 /// `element_bytes` on `backend`) reads each row twice: the looped and split kernels, whose one-pass
 /// shifted variance allows 1e-4 on rstd where the two-pass kernels give 1e-5.
-inline bool layernorm_reads_twice(kernels::RowVariant variant, std::int64_t cols, int element_bytes, Backend backend) {
-  if (variant == kernels::RowVariant::automatic) variant = kernels::layernorm_choice(cols, element_bytes, {backend});
+inline bool layernorm_reads_twice(kernels::RowVariant variant, std::int64_t rows, std::int64_t cols, int element_bytes, Backend backend) {
+  if (variant == kernels::RowVariant::automatic) variant = kernels::layernorm_choice(rows, cols, element_bytes, {backend});
   return kernels::find_variant(kernels::layernorm_variants(), variant, "layernorm").reads == 2;
 }
 

@@ -47,7 +47,7 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, Row
     kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, gpu_opt, variant);
     kernels::layernorm_auto(hx, hw, hb, interp, istats, rows, cols, 1e-5f, interp_opt, variant);
   }
-  const bool looped = test::layernorm_reads_twice(variant, cols, sizeof(H), Backend::gpu);
+  const bool looped = test::layernorm_reads_twice(variant, rows, cols, sizeof(H), Backend::gpu);
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(hx, hw, hb, rows, cols, 1e-5, &mean_ref, &rstd_ref);
   const double tol = reference::tolerance<H>();
@@ -117,6 +117,15 @@ TEST_F(Gpu, LayerNormRowsOfEveryAlignment) {
   }
   check_layernorm<bfloat16>(5, 40001, 0.f, RowVariant::split, 7);
   check_layernorm<float>(3, 9, 0.f, RowVariant::split, 2);
+}
+
+// Few wide rows, as layernorm_auto takes them: split over the GPU with the library's workspace, in groups
+// of rows that fit half the L2.
+TEST_F(Gpu, LayerNormFewWideRowsSplitAutomatically) {
+  check_layernorm<float>(5, 300001, 0.f, RowVariant::automatic);
+  check_layernorm<float>(7, 1 << 20, 1e3f, RowVariant::automatic);
+  check_layernorm<bfloat16>(3, 1 << 20, 0.f, RowVariant::automatic);
+  check_layernorm<half>(100, 20001, 0.f, RowVariant::automatic);
 }
 
 TEST_F(Gpu, LayerNormLargeMeanTwoPass) { check_layernorm<float>(64, 4096, 1e4f); }

@@ -127,8 +127,8 @@ TEST_F(Gpu, ClusterSoftmaxReadsOnce) {
 }
 
 TEST_F(Gpu, SoftmaxAutomaticChoiceAtTheLimits) {
-  // 16384 columns: the one-program kernel; 16385 and wider: the staged softmax (32 KB stages), 131072 f32
-  // and 262144 bf16 in eight 64 KB stages, 131073 f32 the looped softmax.
+  // 16384 columns: the one-program kernel; from 16385 columns these few rows are split over the GPU (with
+  // more rows: the staged softmax up to 131072 f32 and 262144 bf16, the looped softmax past them).
   for (std::int64_t cols : {1000, 16384, 16385, 70000}) {
     check_variant<float>(5, cols, RowVariant::automatic);
     check_variant<bfloat16>(3, cols, RowVariant::automatic);
@@ -168,6 +168,15 @@ TEST_F(Gpu, SoftmaxRowsOfEveryAlignment) {
   }
   check_softmax_split<half>(5, 40001, 7);
   check_softmax_split<float>(3, 9, 2);
+}
+
+// Few wide rows, as softmax_auto takes them: split over the GPU with the library's workspace, in groups
+// of rows that fit half the L2 (7 rows of 2^20 f32: groups of 6 and 1 on an H200).
+TEST_F(Gpu, SoftmaxFewWideRowsSplitAutomatically) {
+  check_variant<float>(5, 300001, RowVariant::automatic);
+  check_variant<float>(7, 1 << 20, RowVariant::automatic);
+  check_variant<bfloat16>(3, 1 << 20, RowVariant::automatic);
+  check_variant<half>(100, 20001, RowVariant::automatic);
 }
 
 TEST_F(Gpu, LoopedSoftmaxWideRows) {

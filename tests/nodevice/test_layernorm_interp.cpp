@@ -36,7 +36,7 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, flo
   if (variant == RowVariant::split) kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, splits, 1e-5f, opt);
   else if (variant == RowVariant::cluster) kernels::layernorm_cluster(x, w, b, y, stats, rows, cols, 1e-5f, opt, splits);
   else kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, opt, variant);
-  const bool looped = test::layernorm_reads_twice(variant, cols, sizeof(H), Backend::interpreter);  // (cluster and staged are two-pass)
+  const bool looped = test::layernorm_reads_twice(variant, rows, cols, sizeof(H), Backend::interpreter);  // (cluster and staged are two-pass)
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
   const double tol = reference::tolerance<H>();

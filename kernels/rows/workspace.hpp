@@ -1,0 +1,26 @@
+// The scratch of the automatic choice's split-row launches: f32 partials per (row, split), which the
+// library keeps so that a call on the hot path never allocates. Callers who want to own the scratch call
+// the split-row launchers (softmax_split, layernorm_split) with their own.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/runtime/args.hpp"
+#include "kernels/rows/options.hpp"
+
+namespace tilefuse::kernels {
+
+/// Most f32 partials one automatic split-row launch needs, per array, on a GPU of `sm_count` SMs: the
+/// automatic choice splits rows only while rows x splits stays below 8 programs per SM (split_rows).
+std::int64_t workspace_partials(int sm_count);
+
+/// Two arrays of `count` f32 partials each (count <= workspace_partials of the target) for launches of
+/// `opt`: device memory kept per stream for the GPU (allocated on the stream's first split-row call, then
+/// reused: launches on one stream run in order), host memory kept per thread for the interpreter (it runs
+/// on the calling thread). The device memory lives until the process ends.
+struct Workspace {
+  Arg first, second;
+};
+Workspace workspace(const RowOptions& opt, std::int64_t count);
+
+}  // namespace tilefuse::kernels

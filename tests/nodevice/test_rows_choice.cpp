@@ -1,0 +1,125 @@
+// The automatic choice of the row kernels for few wide rows: on a GPU it splits rows over programs when
+// the read-once variants would leave it short of programs (fewer than 2 per SM), in launch pairs over
+// groups of rows that fit half the L2, with partials in the library's workspace; many rows and narrow
+// rows keep their variants, and the interpreter never splits on its own. The choice is checked on an
+// inspected H200 (132 SMs, 50 MB of L2), the split-row path itself in the interpreter against float64.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/runtime/view.hpp"
+#include "kernels/layernorm/layernorm.hpp"
+#include "kernels/reference.hpp"
+#include "kernels/rows/rules.hpp"
+#include "kernels/rows/workspace.hpp"
+#include "kernels/softmax/softmax.hpp"
+
+using namespace tilefuse;
+using kernels::RowVariant;
+
+namespace {
+const kernels::RowOptions kGpu{Backend::gpu};
+const kernels::RowOptions kInterpreter{Backend::interpreter};
+}  // namespace
+
+TEST(RowsChoice, FewWideRowsAreSplitOverTheGpu) {
+  InspectLaunches h200;  // an sm_90 with 132 SMs and 50 MB of L2, GPU or not
+  // 5 rows of 855125 f32: 5 programs on 132 SMs read once, or a split over ~106 programs per row.
+  EXPECT_EQ(kernels::softmax_choice(5, 855125, 4, kGpu), RowVariant::split);
+  EXPECT_EQ(kernels::layernorm_choice(5, 855125, 4, kGpu), RowVariant::split);
+  EXPECT_EQ(kernels::layernorm_choice(200, 20000, 2, kGpu), RowVariant::split);
+  // Many rows: one program (or cluster) per row fills the GPU.
+  EXPECT_EQ(kernels::softmax_choice(4096, 855125, 4, kGpu), RowVariant::looped);
+  EXPECT_EQ(kernels::layernorm_choice(264, 855125, 4, kGpu), RowVariant::looped);
+  EXPECT_EQ(kernels::softmax_choice(1000, 131072, 2, kGpu), RowVariant::staged);
+  // A staged cluster of 4 programs per row counts as 4: 66 rows of 131072 halves make 264 programs.
+  EXPECT_EQ(kernels::softmax_choice(66, 131072, 2, kGpu), RowVariant::staged);
+  EXPECT_EQ(kernels::softmax_choice(65, 131072, 2, kGpu), RowVariant::split);
+  // Few narrow rows: less than two loop pieces a row is not worth a second kernel.
+  EXPECT_EQ(kernels::softmax_choice(5, 8191, 4, kGpu), RowVariant::one_program);
+  EXPECT_EQ(kernels::layernorm_choice(5, 8191, 2, kGpu), RowVariant::one_program);
+  // The interpreter has no SMs to fill.
+  EXPECT_EQ(kernels::softmax_choice(5, 855125, 4, kInterpreter), RowVariant::looped);
+  EXPECT_EQ(kernels::layernorm_choice(5, 855125, 4, kInterpreter), RowVariant::looped);
+}
+
+TEST(RowsChoice, SplitGroupsFitHalfTheL2AndTheWorkspace) {
+  const Target h200{"sm_90", true, 132, true, 232448, 50 << 20};
+  // 8 rows of 2^21 bf16 (4 MB each, 32 MB in all): groups of 6 rows (24 MB), 66 programs per row.
+  auto plan = kernels::split_plan(h200, 8, 1 << 21, 2, 4096, 1024);
+  EXPECT_EQ(plan.splits, 66);
+  EXPECT_EQ(plan.group, 6);
+  // 5 rows of 855125 f32 (17 MB): one group, 106 programs per row.
+  plan = kernels::split_plan(h200, 5, 855125, 4, 4096, 1024);
+  EXPECT_EQ(plan.splits, 106);
+  EXPECT_EQ(plan.group, 5);
+  // One row wider than half the L2 is a group of its own; splits never exceed whole pieces.
+  plan = kernels::split_plan(h200, 3, 1 << 24, 4, 4096, 1024);
+  EXPECT_EQ(plan.group, 1);
+  EXPECT_EQ(kernels::split_plan(h200, 1, 10000, 4, 4096, 1024).splits, 3);
+  // Every plan's partials fit the workspace.
+  for (std::int64_t rows : {1, 2, 7, 63, 263, 5000})
+    for (std::int64_t cols : {8192, 100000, 1 << 22}) {
+      const auto p = kernels::split_plan(h200, rows, cols, 2, 4096, 1024);
+      EXPECT_LE(p.group * p.splits, kernels::workspace_partials(132)) << rows << "x" << cols;
+      EXPECT_GE(p.group, 1);
+    }
+}
+
+TEST(RowsChoice, SplitLaunchesAPairPerGroup) {
+  InspectLaunches h200;
+  auto* base = reinterpret_cast<bfloat16*>(std::uintptr_t{0x10000000});
+  const std::int64_t rows = 8, cols = 1 << 21;
+  DeviceView<bfloat16> x(base, rows * cols), y(base + rows * cols, rows * cols);
+  kernels::softmax_auto(x, y, rows, cols, kGpu);
+  const auto& launches = h200.launches();
+  ASSERT_EQ(launches.size(), 4u);  // groups of 6 and 2 rows
+  EXPECT_EQ(launches[0].kernel, "softmax_partials");
+  EXPECT_EQ(launches[1].kernel, "softmax_combine_128");
+  EXPECT_EQ(launches[2].kernel, "softmax_partials");
+}
+
+namespace {
+
+template <class H>
+void check_softmax_split(std::int64_t rows, std::int64_t cols) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("softmax split " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  auto x = reference::random_vector<H>(static_cast<std::size_t>(rows * cols), seed, 0.f, 3.f);
+  std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
+  kernels::softmax_auto(x, y, rows, cols, kInterpreter, RowVariant::split);  // the library's plan and workspace
+  const auto ref = reference::softmax<H>(x, rows, cols);
+  EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
+  EXPECT_LE(reference::worst_element<H>(y, ref, 1e-7, 4 * reference::tolerance<H>()), 1.0);
+}
+
+template <class H>
+void check_layernorm_split(std::int64_t rows, std::int64_t cols) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("layernorm split " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  auto x = reference::random_vector<H>(static_cast<std::size_t>(rows * cols), seed, 2.f, 1.f);
+  auto w = reference::random_vector<H>(static_cast<std::size_t>(cols), seed + 1);
+  auto b = reference::random_vector<H>(static_cast<std::size_t>(cols), seed + 2);
+  std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
+  kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows, std::nanf("")), std::vector<float>(rows, std::nanf(""))};
+  kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, kInterpreter, RowVariant::split);
+  std::vector<double> mean_ref, rstd_ref;
+  const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
+  EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
+  EXPECT_LE(reference::worst_element<float>(stats.mean, mean_ref, 1e-6, 1e-5), 1.0);
+  EXPECT_LE(reference::relative_error<float>(stats.rstd, rstd_ref), 1e-4);
+}
+
+}  // namespace
+
+TEST(RowsChoice, SplitWithTheLibrarysWorkspaceMatchesFloat64) {
+  for (std::int64_t cols : {1, 4096, 9001, 20000}) {
+    check_softmax_split<float>(3, cols);
+    check_softmax_split<half>(2, cols);
+    check_layernorm_split<float>(3, cols);
+    check_layernorm_split<bfloat16>(2, cols);
+  }
+}
