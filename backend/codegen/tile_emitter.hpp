@@ -67,6 +67,10 @@ class TileEmitter {
   void store(const ir::Instr& in);
   /// Elements per access of a load or store of `ptr` (masked by `mask`, -1: none) in layout l.
   int vector_width(const passes::TileLayout2& l, ir::ValueId ptr, ir::ValueId mask, ir::DType dt) const;
+  /// Elements per access the pointer tile alone allows (contiguous, aligned, in one thread's registers).
+  int pointer_width(const passes::TileLayout2& l, ir::ValueId ptr, ir::DType dt) const;
+  /// "m[e0] && m[e0 + 1] && ..." over a run of W of mask `mask` in layout l.
+  std::string every_lane(ir::ValueId mask, const passes::TileLayout2& l, int W);
   void shared_load(const ir::Instr& in);
   /// Emits the copies of load `in` into buffer `b` at `phase` (its stage; "" for one), each only where
   /// `guard` holds ("": always), and commits them as one group.

@@ -1,6 +1,6 @@
 // Global loads and stores of programs with 2D tiles, in runs of up to 16 bytes where the layout keeps a
-// run in one thread's registers and the axis analysis proves the run contiguous, aligned and evenly
-// masked; and loads that only feed dots, copied straight into swizzled shared-memory buffers with
+// run in one thread's registers and the axis analysis proves the run contiguous and aligned (a run whose
+// mask is not provably even is moved at once when every lane is in the mask, else lane by lane); and loads that only feed dots, copied straight into swizzled shared-memory buffers with
 // 16-byte asynchronous copies (cp.async, zero-filled where masked), one commit group per load.
 #include <algorithm>
 #include <cmath>
@@ -18,6 +18,13 @@ int hint_of(const ir::Instr& in, ir::DType dt) { return dt == ir::DType::i1 ? 0 
 }  // namespace
 
 int TileEmitter::vector_width(const TileLayout2& l, ir::ValueId ptr, ir::ValueId mask, ir::DType dt) const {
+  int W = pointer_width(l, ptr, dt);
+  if (mask >= 0 && !a_.axis[mask].always_true)
+    while (W > 1 && a_.axis[mask].constancy < W) W /= 2;
+  return W;
+}
+
+int TileEmitter::pointer_width(const TileLayout2& l, ir::ValueId ptr, ir::DType dt) const {
   const int last = l.rank - 1;
   int run = 1;
   for (const passes::Basis& b : l.reg) {
@@ -28,18 +35,26 @@ int TileEmitter::vector_width(const TileLayout2& l, ir::ValueId ptr, ir::ValueId
   int W = std::min(run, 16 / bytes);
   const passes::AxisInfo& p = a_.axis[ptr];
   while (W > 1 && (p.contiguity < W || p.divisibility < W * bytes)) W /= 2;
-  if (mask >= 0 && !a_.axis[mask].always_true)
-    while (W > 1 && a_.axis[mask].constancy < W) W /= 2;
   return W;
+}
+
+std::string TileEmitter::every_lane(ir::ValueId mask, const TileLayout2& l, int W) {
+  std::string all;
+  for (int k = 0; k < W; ++k) all += (k ? " && " : "") + at(mask, l, k ? "e0 + " + std::to_string(k) : "e0");
+  return all;
 }
 
 void TileEmitter::load(const ir::Instr& in) {
   const ir::ValueType& t = fn_.values[in.result];
   const TileLayout2& l = a_.home[in.result].layout;
   const bool masked = in.args.size() > 1 && !a_.axis[in.args[1]].always_true;
-  const int W = vector_width(l, in.args[0], masked ? in.args[1] : -1, t.dtype);
+  int W = pointer_width(l, in.args[0], t.dtype);
+  // A mask that is not even over a run: the run moves at once when every lane is in, else lane by lane.
+  const bool lanes = masked && W > 1 && a_.axis[in.args[1]].constancy < W;
+  if (!lanes) W = vector_width(l, in.args[0], masked ? in.args[1] : -1, t.dtype);
   const std::string S = text::storage_type(t.dtype), p = get(in.args[0], l);
   const std::string cond = masked ? at(in.args[1], l, "e0") : "";
+  const std::string lane = masked ? at(in.args[1], l, "e0 + k") : "";
   const std::string other = masked ? at(in.args[2], l, "e0 + k") : text::literal(t.dtype, 0);
   const std::string r = v(in.result);
   const int hint = hint_of(in, t.dtype);
@@ -50,10 +65,18 @@ void TileEmitter::load(const ir::Instr& in) {
   const std::string read = W == 1 ? (hint ? "tf_w[0] = tf_ld<" + std::to_string(hint) + ", " + S + ">(" + addr + ")" : "tf_w[0] = *" + addr)
                                   : "tf_load_vec<" + S + ", " + std::to_string(W) + (hint ? ", " + std::to_string(hint) : "") + ">(" + addr +
                                         ", tf_w)";
-  os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << read << ";\n";
+  if (lanes) {
+    const std::string one = bounds_.checked(p + "[e0 + k]", in, in.args[0], 1);
+    os_ << "    if (" << every_lane(in.args[1], l, W) << ") " << read << ";\n";
+    os_ << "    else {\n#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) if (" << lane << ") tf_w[k] = "
+        << (hint ? "tf_ld<" + std::to_string(hint) + ", " + S + ">(" + one + ")" : "*" + one) << ";\n    }\n";
+  } else {
+    os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << read << ";\n";
+  }
   const std::string value = text::from_storage(t.dtype, "tf_w[k]");
+  const std::string test = lanes ? lane : cond;
   os_ << "#pragma unroll\n    for (int k = 0; k < " << W << "; ++k) " << r << "[e0 + k] = "
-      << (cond.empty() ? value : cond + " ? " + value + " : " + other) << ";\n  }\n";
+      << (test.empty() ? value : test + " ? " + value + " : " + other) << ";\n  }\n";
 }
 
 void TileEmitter::store(const ir::Instr& in) {
@@ -67,9 +90,12 @@ void TileEmitter::store(const ir::Instr& in) {
   }
   const TileLayout2 l = layout_of(value);
   const bool masked = in.args.size() > 2 && !a_.axis[in.args[2]].always_true;
-  const int W = vector_width(l, in.args[0], masked ? in.args[2] : -1, t.dtype);
+  int W = pointer_width(l, in.args[0], t.dtype);
+  // A mask that is not even over a run: the run moves at once when every lane is in, else lane by lane.
+  const bool lanes = masked && W > 1 && a_.axis[in.args[2]].constancy < W;
+  if (!lanes) W = vector_width(l, in.args[0], masked ? in.args[2] : -1, t.dtype);
   const std::string S = text::storage_type(t.dtype), p = get(in.args[0], l), x = get(value, l);
-  const std::string cond = masked ? at(in.args[2], l, "e0") : "";
+  const std::string cond = masked ? (lanes ? every_lane(in.args[2], l, W) : at(in.args[2], l, "e0")) : "";
   const int hint = hint_of(in, t.dtype);
   os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
   os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << "{\n";
@@ -80,6 +106,13 @@ void TileEmitter::store(const ir::Instr& in) {
     os_ << "      " << (hint ? "tf_st<" + std::to_string(hint) + ", " + S + ">(" + addr + ", tf_w[0])" : "*" + addr + " = tf_w[0]") << ";\n";
   else
     os_ << "      tf_store_vec<" << S << ", " << W << (hint ? ", " + std::to_string(hint) : "") << ">(" << addr << ", tf_w);\n";
+  if (lanes) {
+    const std::string one = bounds_.checked(p + "[e0 + k]", in, in.args[0], 1);
+    os_ << "    } else {\n#pragma unroll\n      for (int k = 0; k < " << W << "; ++k)\n        if (" << at(in.args[2], l, "e0 + k") << ") "
+        << (hint ? "tf_st<" + std::to_string(hint) + ", " + S + ">(" + one + ", " + text::to_storage(t.dtype, x + "[e0 + k]") + ")"
+                 : "*" + one + " = " + text::to_storage(t.dtype, x + "[e0 + k]"))
+        << ";\n";
+  }
   os_ << "    }\n  }\n";
 }
 

@@ -41,9 +41,25 @@ void one_program(const RowCall& call, const Args& a) {
       return;
     }
     static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps"};
+    const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     // Rows that are not whole vectors: through their aligned windows, where the window fits one program.
     const std::int64_t window = window_cols(call.cols, element_bytes_of<T>());
-    if (peeled(call.opt.tuning, call.cols, element_bytes_of<T>()) && window <= kNormMaxCols) {
+    // Narrow rows: several per program as one 2D tile.
+    if (packed_rows(call.opt.tuning, peel ? window : call.cols, element_bytes_of<T>())) {
+      static constexpr const char* packed_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "n_rows", "eps"};
+      with_block<kPackedRowBytes / 2>(peel ? window : call.cols, [&]<int C>() {
+        if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {
+          constexpr int R = kRowsPerProgram<T, C>;
+          auto name = [] { return "layernorm_rows_" + std::to_string(R) + "x" + std::to_string(C); };
+          Program& p = peel ? kernel_for<&layernorm_rows_program<T, R, C, true>>(packed_shape(call.opt.tuning),
+                                                                                 [&] { return name() + "_peeled"; }, packed_params)
+                            : kernel_for<&layernorm_rows_program<T, R, C, false>>(packed_shape(call.opt.tuning), name, packed_params);
+          launch(call, p, Grid((call.rows + R - 1) / R), std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, i32(call.rows), eps});
+        }
+      });
+      return;
+    }
+    if (peel && window <= kNormMaxCols) {
       with_block<kNormMaxCols>(window, [&]<int B>() {
         Program& p = kernel_for<&layernorm_program<T, B, 1, true>>(row_shape(call.opt.tuning, element_bytes_of<T>(), B),
                                                                    [] { return "layernorm_peeled_" + std::to_string(B); }, params);

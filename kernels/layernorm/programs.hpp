@@ -93,6 +93,39 @@ void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, t
   tl::store(rstd_out + row, rstd);
 }
 
+/// LayerNorm two-pass of narrow rows, R rows of up to C columns per program as one 2D tile (RowBlock), as
+/// layernorm_program computes each row (f32 rows shifted by their first element); with PEEL, rows are
+/// read through their aligned windows, and w and b follow each row's window.
+template <class T, int R, int C, bool PEEL>
+void layernorm_rows_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                            tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                            tl::Scalar<tl::i32> n_rows, tl::Scalar<tl::f32> eps) {
+  constexpr bool shifted = std::is_same_v<T, tl::f32>;
+  RowBlock<T, R, C, PEEL> block(stride, n, n_rows);
+  auto v = tl::cast<tl::f32>(tl::load(x + block.at, block.mask));
+  auto shift = shifted ? tl::cast<tl::f32>(tl::load(x + block.start, block.row_in)) : tl::full<tl::f32, R>(0.0);
+  auto count = tl::cast<tl::f32>(n);
+  auto xs = tl::where(block.mask, v - shift(tl::all, tl::none), 0.0);
+  auto mean_shifted = tl::sum<1>(xs) / count;
+  auto centered = tl::where(block.mask, xs - mean_shifted(tl::all, tl::none), 0.0);
+  auto rstd = 1.0 / tl::sqrt(tl::sum<1>(centered * centered) / count + eps);
+  auto normalized = centered * rstd(tl::all, tl::none);
+  auto out = [&] {
+    if constexpr (PEEL) {  // each row's columns start at its head
+      auto column = tl::arange<C>()(tl::none, tl::all) - block.head(tl::all, tl::none);
+      return normalized * tl::cast<tl::f32>(tl::load(w + column, block.mask)) + tl::cast<tl::f32>(tl::load(b + column, block.mask));
+    } else {
+      auto cols = tl::arange<C>();
+      auto wv = tl::cast<tl::f32>(tl::load(w + cols, cols < n));
+      auto bv = tl::cast<tl::f32>(tl::load(b + cols, cols < n));
+      return normalized * wv(tl::none, tl::all) + bv(tl::none, tl::all);
+    }
+  }();
+  tl::store(y + block.at, tl::cast<T>(out), block.mask);
+  tl::store(mean_out + block.rows, shift + mean_shifted, block.row_in);
+  tl::store(rstd_out + block.rows, rstd, block.row_in);
+}
+
 /// The one-pass variant, var = E[x^2] - E[x]^2 in f32: what the two-pass kernel is tested against (it
 /// loses every digit when |mean| >> std). Kept as a baseline, not for use.
 template <class T, int BLOCK>

@@ -39,6 +39,10 @@ struct Tuning {
   /// (each row from the vector boundary before it, its first and last runs masked); the rule is yes.
   /// Without, such rows go element by element.
   std::optional<bool> peel;
+  /// Whether narrow rows (whose tile is at most kPackedRowBytes) are held several per program as one 2D
+  /// tile; the rule is yes. Without, each row is a program of its own (one-warp programs packed 8 per
+  /// thread block).
+  std::optional<bool> pack_rows;
 };
 
 /// Where and how a sample row kernel runs.

@@ -36,6 +36,43 @@ RowWindow row_window(tl::Scalar<tl::i32> start) {
   return {base, start - base};
 }
 
+/// Rows of C columns (a power of two) of T that one program of the narrow-row kernels holds: 8 KB of
+/// them (64 bytes per thread of four warps, the one-program rule), at least one row.
+template <class T, int C>
+inline constexpr int kRowsPerProgram = 8192 / (C * static_cast<int>(sizeof(tl::host_type_t<T>))) > 1
+                                           ? 8192 / (C * static_cast<int>(sizeof(tl::host_type_t<T>)))
+                                           : 1;
+
+/// R rows of a matrix as one program of the narrow-row kernels sees them: rows pid * R ... (the last
+/// program's rows past the matrix masked off), each read from its start, or with PEEL from its aligned
+/// window's (row_window), where its columns sit at window indices [head, head + n).
+template <class T, int R, int C, bool PEEL>
+struct RowBlock {
+  tl::Tile<tl::i32, R> rows, start, head;  ///< head: 0 without PEEL
+  tl::Tile<tl::i32, R, C> at;              ///< element offsets of the block's tile from the matrix's start
+  tl::Tile<tl::i1, R> row_in;              ///< the row is in the matrix
+  tl::Tile<tl::i1, R, C> mask;             ///< the element is one of the matrix's
+
+  RowBlock(tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> n_rows)
+      : rows(tl::program_id(0) * R + tl::arange<R>()),
+        start(rows * stride),
+        head(start - base_of(start)),
+        at(base_of(start)(tl::all, tl::none) + tl::arange<C>()(tl::none, tl::all)),
+        row_in(rows < n_rows),
+        mask(mask_of(row_in, head, n)) {}
+
+ private:
+  static tl::Tile<tl::i32, R> base_of(const tl::Tile<tl::i32, R>& start) {
+    if constexpr (PEEL) return (start / kVectorElements<T>)*kVectorElements<T>;
+    else return start;
+  }
+  static tl::Tile<tl::i1, R, C> mask_of(const tl::Tile<tl::i1, R>& row_in, const tl::Tile<tl::i32, R>& head, tl::Scalar<tl::i32> n) {
+    auto cols = tl::arange<C>()(tl::none, tl::all);
+    if constexpr (PEEL) return row_in(tl::all, tl::none) & (cols >= head(tl::all, tl::none)) & (cols < (head + n)(tl::all, tl::none));
+    else return row_in(tl::all, tl::none) & (cols < n);
+  }
+};
+
 /// The mask of window indices `idx` inside a row's columns [first, end): with FIRST (a window that reads
 /// the row from the vector boundary before it) bounded below too, else only above.
 template <bool FIRST, class Idx>

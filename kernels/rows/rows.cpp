@@ -161,6 +161,14 @@ bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes) {
   return tuning.peel.value_or(true) && (cols * element_bytes) % 16 != 0;
 }
 
+bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes) {
+  std::int64_t tile = 1;
+  while (tile < width) tile *= 2;
+  return tuning.pack_rows.value_or(true) && tile * element_bytes <= kPackedRowBytes;
+}
+
+KernelShape packed_shape(const Tuning& tuning) { return KernelShape{4, min_programs(resident_threads(tuning, 0), 4)}; }
+
 std::int64_t window_cols(std::int64_t cols, int element_bytes) { return cols + 16 / element_bytes - 1; }
 
 std::int64_t strided_row_programs(std::int64_t rows, const RowOptions& opt) {

@@ -95,6 +95,16 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
 /// says no. Rows that are start at a vector boundary wherever the matrix does.
 bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes);
 
+/// Widest row tile (bytes) the narrow-row kernels hold several of per program.
+inline constexpr std::int64_t kPackedRowBytes = 512;
+
+/// Whether rows whose tile is `width` columns (the row, or its aligned window) of `element_bytes` go
+/// several to a program: tiles of at most kPackedRowBytes, unless Tuning::pack_rows says no.
+bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes);
+
+/// The narrow-row kernels' shape: four warps (a program holds 8 KB of rows, kRowsPerProgram).
+KernelShape packed_shape(const Tuning& tuning);
+
 /// Columns the aligned window of a row of `cols` elements of `element_bytes` spans at most: the row and
 /// the up to one vector less one element before it.
 std::int64_t window_cols(std::int64_t cols, int element_bytes);

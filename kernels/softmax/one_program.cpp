@@ -20,9 +20,25 @@ void one_program(const RowCall& call, const Args& a) {
   const Arg n = i32(call.cols);
   static constexpr const char* params[] = {"in", "out", "stride", "n_cols"};
   with_float_dtype(a.in.dtype, [&]<class T>() {
+    const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     // Rows that are not whole vectors: through their aligned windows, where the window fits one program.
     const std::int64_t window = window_cols(call.cols, element_bytes_of<T>());
-    if (peeled(call.opt.tuning, call.cols, element_bytes_of<T>()) && window <= kSoftmaxMaxCols) {
+    // Narrow rows: several per program as one 2D tile.
+    if (packed_rows(call.opt.tuning, peel ? window : call.cols, element_bytes_of<T>())) {
+      static constexpr const char* packed_params[] = {"in", "out", "stride", "n_cols", "n_rows"};
+      with_block<kPackedRowBytes / 2>(peel ? window : call.cols, [&]<int C>() {
+        if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {
+          constexpr int R = kRowsPerProgram<T, C>;
+          auto name = [] { return "softmax_rows_" + std::to_string(R) + "x" + std::to_string(C); };
+          Program& p = peel ? kernel_for<&softmax_rows_program<T, R, C, true>>(packed_shape(call.opt.tuning), [&] { return name() + "_peeled"; },
+                                                                               packed_params)
+                            : kernel_for<&softmax_rows_program<T, R, C, false>>(packed_shape(call.opt.tuning), name, packed_params);
+          launch(call, p, Grid((call.rows + R - 1) / R), std::array{a.in, a.out, n, n, i32(call.rows)});
+        }
+      });
+      return;
+    }
+    if (peel && window <= kSoftmaxMaxCols) {
       with_block<kSoftmaxMaxCols>(window, [&]<int B>() {
         launch(call, row_program<&softmax_peeled_program<T, B>, T, B>(call, "softmax_peeled", params), Grid(call.rows),
                std::array{a.in, a.out, n, n});

@@ -37,6 +37,18 @@ void softmax_peeled_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> s
   tl::store(out + base + idx, tl::cast<T>(num / tl::sum(num)), mask);
 }
 
+/// The fused softmax of narrow rows, R rows of up to C columns per program as one 2D tile (RowBlock): a
+/// row of tens of columns would leave a program of its own, even a packed one-warp one, with too few
+/// bytes in flight to keep up with memory. With PEEL, rows are read through their aligned windows.
+template <class T, int R, int C, bool PEEL>
+void softmax_rows_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
+                          tl::Scalar<tl::i32> n_rows) {
+  RowBlock<T, R, C, PEEL> block(stride, n_cols, n_rows);
+  auto x = tl::cast<tl::f32>(tl::load(in + block.at, block.mask, -tl::inf));
+  auto num = tl::exp(x - tl::max<1>(x)(tl::all, tl::none));
+  tl::store(out + block.at, tl::cast<T>(num / tl::sum<1>(num)(tl::all, tl::none)), block.mask);
+}
+
 /// Unfused step 1: m[row] = max of the row.
 template <class T, int BLOCK>
 void row_max_program(tl::Ptr<T> x, tl::Ptr<T> m, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {

@@ -10,14 +10,22 @@ namespace tilefuse::test {
 
 inline const kernels::RowOptions kInterpreter{Backend::interpreter};
 
-/// The one-program softmax for rows of `cols` elements of `dtype`.
-inline const Program& softmax_program(ir::DType dtype, std::int64_t cols) {
-  return *kernels::softmax_programs(kernels::RowVariant::one_program, dtype, cols, kInterpreter).at(0);
+/// kInterpreter with one row per program at every width (narrow rows are otherwise packed several to a
+/// program as a 2D tile).
+inline kernels::RowOptions one_row_per_program() {
+  kernels::RowOptions opt = kInterpreter;
+  opt.tuning.pack_rows = false;
+  return opt;
 }
 
-/// The one-program LayerNorm for rows of `cols` elements of `dtype`.
+/// The one-program softmax for rows of `cols` elements of `dtype`, one row per program.
+inline const Program& softmax_program(ir::DType dtype, std::int64_t cols) {
+  return *kernels::softmax_programs(kernels::RowVariant::one_program, dtype, cols, one_row_per_program()).at(0);
+}
+
+/// The one-program LayerNorm for rows of `cols` elements of `dtype`, one row per program.
 inline const Program& layernorm_program(ir::DType dtype, std::int64_t cols) {
-  return *kernels::layernorm_programs(kernels::RowVariant::one_program, dtype, cols, kInterpreter).at(0);
+  return *kernels::layernorm_programs(kernels::RowVariant::one_program, dtype, cols, one_row_per_program()).at(0);
 }
 
 /// Whether LayerNorm `variant` (automatic: layernorm_auto's choice for `rows` rows of `cols` elements of

@@ -84,7 +84,19 @@ TEST_F(Gpu, LayerNormAllDtypesAndWidths) {
     check_layernorm<half>(19, cols);
     check_layernorm<bfloat16>(19, cols);
   }
-  check_layernorm<float>(20000, 64);  // one-warp programs packed per block
+  check_layernorm<float>(20000, 64);  // 32 rows per program
+}
+
+// Narrow rows, several per program as one 2D tile (the last program's rows past the matrix masked off),
+// at widths that are whole vectors and widths that are not (read through their aligned windows, w and b
+// following each row's).
+TEST_F(Gpu, LayerNormNarrowRowsSeveralPerProgram) {
+  for (std::int64_t cols : {1, 8, 16, 40, 47, 64, 79, 128, 155, 249}) {
+    check_layernorm<bfloat16>(10007, cols);
+    check_layernorm<float>(3001, cols);
+  }
+  check_layernorm<float>(3001, 33, 1e4f);  // shifted by each row's first element
+  check_layernorm<half>(100003, 47);
 }
 
 TEST_F(Gpu, ClusterLayerNormReadsOnce) {

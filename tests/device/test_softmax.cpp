@@ -14,8 +14,10 @@ using namespace tilefuse;
 using test::Gpu;
 using kernels::RowVariant;
 
+// The one-program softmax (narrow rows several per program unless pack_rows is false) and the five-kernel
+// baseline on the GPU, against the interpreter and float64.
 template <class H>
-void check_softmax(std::int64_t rows, std::int64_t cols) {
+void check_softmax(std::int64_t rows, std::int64_t cols, bool pack_rows = true) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE("softmax " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
@@ -25,13 +27,15 @@ void check_softmax(std::int64_t rows, std::int64_t cols) {
                                                    DeviceBuffer<H>(rows)};
   y.fill_bytes(0xff);  // NaN in every float type: an unwritten element fails the check
   y2.fill_bytes(0xff);
-  kernels::softmax(x, y, rows, cols, {Backend::gpu});
+  kernels::RowOptions on_gpu{Backend::gpu}, in_interpreter{Backend::interpreter};
+  on_gpu.tuning.pack_rows = in_interpreter.tuning.pack_rows = pack_rows;
+  kernels::softmax(x, y, rows, cols, on_gpu);
   kernels::softmax_unfused(x, y2, scratch, rows, cols, {Backend::gpu});
   driver::synchronize();
   const auto gpu = y.download();
   const auto gpu_unfused = y2.download();
   std::vector<H> interp(n, reference::from_float<H>(std::nanf("")));
-  kernels::softmax(host_x, interp, rows, cols, {Backend::interpreter});
+  kernels::softmax(host_x, interp, rows, cols, in_interpreter);
   const auto ref = reference::softmax<H>(host_x, rows, cols);
   const double tol = reference::tolerance<H>();
   EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
@@ -57,9 +61,20 @@ TEST_F(Gpu, SoftmaxBf16AllWidths) {
 }
 
 TEST_F(Gpu, SoftmaxManyRows) {
-  check_softmax<float>(65536, 128);  // one-warp programs, 8 per block
-  check_softmax<float>(4097, 100);   // a last block with one program
+  check_softmax<float>(65536, 128);         // 16 rows per program
+  check_softmax<float>(65536, 128, false);  // one-warp programs, 8 per block
+  check_softmax<float>(4097, 100, false);   // a last block with one program
   check_softmax<bfloat16>(5000, 64);
+}
+
+// Narrow rows, several per program as one 2D tile (the last program's rows past the matrix masked off),
+// at widths that are whole vectors and widths that are not (read through their aligned windows).
+TEST_F(Gpu, SoftmaxNarrowRowsSeveralPerProgram) {
+  for (std::int64_t cols : {1, 8, 16, 40, 47, 64, 79, 128, 155, 249}) {
+    check_softmax<half>(10007, cols);
+    check_softmax<float>(3001, cols);
+  }
+  check_softmax<bfloat16>(100003, 47);  // 1563 programs of 64 rows
 }
 
 TEST_F(Gpu, SoftmaxInPlace) {

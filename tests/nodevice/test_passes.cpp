@@ -192,6 +192,36 @@ TEST(Passes, AxisInfoTracksContiguityAndAlignment) {
   EXPECT_EQ(info[ptrs].divisibility, 4);   // odd stride: only element alignment is known
 }
 
+TEST(Passes, ProductsOfRunsAreDivisibleOnlyByWhatDividesEveryElement) {
+  // rows = pid * 32 + arange(32) runs from a multiple of 32; rows * stride (odd stride) is a tile of single
+  // elements that share no factor: once taken to be multiples of 32, which made the rows of a narrow-row
+  // kernel look 16-byte aligned. Sums and minima with a run likewise.
+  Builder b;
+  auto stride = b.param(scalar(DType::i32), "stride");
+  auto pid = b.add(Op::program_id, scalar(DType::i32));
+  auto k = b.constant(scalar(DType::i32), 32);
+  auto first = b.add(Op::mul, scalar(DType::i32), {pid, k});
+  auto first_t = b.add(Op::splat, tile(DType::i32, 32), {first});
+  auto lanes = b.add(Op::arange, tile(DType::i32, 32));
+  auto rows = b.add(Op::add, tile(DType::i32, 32), {first_t, lanes});
+  auto stride_t = b.add(Op::splat, tile(DType::i32, 32), {stride});
+  auto starts = b.add(Op::mul, tile(DType::i32, 32), {rows, stride_t});
+  auto eight = b.add(Op::splat, tile(DType::i32, 32), {b.constant(scalar(DType::i32), 8)});
+  auto scaled = b.add(Op::mul, tile(DType::i32, 32), {starts, eight});
+  auto doubled = b.add(Op::add, tile(DType::i32, 32), {lanes, lanes});
+  auto lower = b.add(Op::minimum, tile(DType::i32, 32), {rows, stride_t});
+  auto info = passes::analyze_axis_info(b.fn, {1});
+  EXPECT_EQ(info[rows].contiguity, 32);
+  EXPECT_EQ(info[rows].divisibility, 32);  // the run's start
+  EXPECT_EQ(info[starts].contiguity, 1);
+  EXPECT_EQ(info[starts].divisibility, 1);
+  EXPECT_EQ(info[scaled].divisibility, 8);  // every element a multiple of 8
+  EXPECT_EQ(info[doubled].divisibility, 1);
+  EXPECT_EQ(info[lower].divisibility, 1);
+  info = passes::analyze_axis_info(b.fn, {4});
+  EXPECT_EQ(info[starts].divisibility, 4);  // a stride of 4: every element a multiple of 4
+}
+
 TEST(Passes, LayoutSpreadsTilesOverThreads) {
   // Rows of `row` halves at `stride`: a 4096-element tile loaded from row pid, and a 64-element tile.
   Builder b;

@@ -84,7 +84,7 @@ const RowVariant kPeeling[] = {RowVariant::one_program, RowVariant::looped, RowV
 Specialization odd_rows(const Program& p) {
   Specialization s = p.default_specialization();
   for (std::size_t i = 0; i < s.divisibility.size(); ++i)
-    for (const char* odd : {"stride", "n_cols", "n", "tail"})
+    for (const char* odd : {"stride", "n_cols", "n", "tail", "n_rows"})
       if (p.ir().params[i].name == odd) s.divisibility[i] = 1;
   return s;
 }
@@ -149,4 +149,37 @@ TEST(RowsAlignment, PeeledKernelsMove16BytesPerAccess) {
       EXPECT_GE(occurrences(src, "tf_load_vec<unsigned, 4"), 1u) << p->name() << "\n" << src;
     }
   }
+}
+
+TEST(RowsAlignment, NarrowRowsGoSeveralToAProgram) {
+  // Rows of a tile of at most 512 bytes: R rows per program as one 2D tile (8 KB), the last program's
+  // rows past the matrix masked off; aligned and odd widths, every dtype, against float64.
+  const kernels::RowOptions opt = interpreter(true);
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::f32, 128, opt).at(0)->name(), "softmax_rows_16x128");
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 47, opt).at(0)->name(), "softmax_rows_64x64_peeled");
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 256, opt).at(0)->name(), "layernorm_rows_16x256");
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::f32, 129, opt).at(0)->name(), "softmax_peeled_256");
+  for (std::int64_t cols : {1, 2, 8, 16, 40, 47, 64, 79, 120, 128, 155, 249}) {
+    check_softmax<half>(70, cols, RowVariant::one_program, true);
+    check_softmax<float>(37, cols, RowVariant::one_program, true);
+    check_layernorm<bfloat16>(70, cols, RowVariant::one_program, true);
+    check_layernorm<float>(37, cols, RowVariant::one_program, true);
+  }
+  check_layernorm<float>(40, 33, RowVariant::one_program, true, 1e4f);  // shifted by each row's first element
+}
+
+TEST(RowsAlignment, NarrowRowKernelsMove16BytesPerAccess) {
+  for (std::int64_t cols : {47, 64}) {  // odd rows through their windows; whole vectors as they are
+    const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, cols, interpreter(true)).at(0);
+    const std::string src = p->cuda_source(cols % 8 ? odd_rows(*p) : p->default_specialization());
+    EXPECT_EQ(occurrences(src, "tf_load_vec<tf_u16, 8>"), 1u) << src;
+    EXPECT_EQ(occurrences(src, "tf_store_vec<tf_u16, 8>"), 1u) << src;
+  }
+  // LayerNorm of odd rows: x and y in 16-byte runs; w and b follow each row's head, element by element.
+  const Program* ln = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 79, interpreter(true)).at(0);
+  const std::string src = ln->cuda_source(odd_rows(*ln));
+  EXPECT_EQ(occurrences(src, "tf_load_vec<tf_u16, 8>"), 1u) << src;
+  EXPECT_EQ(occurrences(src, "tf_store_vec<tf_u16, 8>"), 1u) << src;
+  const auto info = ln->compile(odd_rows(*ln), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
 }

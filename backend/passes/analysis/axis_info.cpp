@@ -113,8 +113,10 @@ class AxisAnalysis {
         const auto& b = arg(in, 1);
         r.contiguity = 1;
         r.uniform = a.uniform && b.uniform;
-        r.divisibility = std::min(kUnknownLarge, a.divisibility * b.divisibility);
-        // Runs survive a multiplication by exactly 1 only, which simplify already removed.
+        // Runs survive a multiplication by exactly 1 only, which simplify already removed; so the result's
+        // runs are single elements, each divisible by what divides every element of each factor (found
+        // with (pid * 32 + arange) * stride, whose elements were taken to be multiples of 32).
+        r.divisibility = std::min(kUnknownLarge, every_element(a) * every_element(b));
         break;
       }
       case ir::Op::minimum:
@@ -144,6 +146,10 @@ class AxisAnalysis {
     }
     if (r.uniform) r.constancy = kUnknownLarge;
   }
+
+  // What divides every element of a value: its runs' starts' divisor when runs are single elements, else 1
+  // (neighbours in a run differ by one).
+  static std::int64_t every_element(const AxisInfo& x) { return x.contiguity > 1 ? 1 : x.divisibility; }
 
   // A value equal along each row of a 2D tile (a scalar, or a column [n, 1] broadcast along its rows).
   static bool row_constant(const AxisInfo& x) { return x.uniform || x.constancy >= kUnknownLarge; }
@@ -249,14 +255,16 @@ class AxisAnalysis {
   }
 
   void add_sub(const ir::Instr& in, const ir::ValueType& t, AxisInfo& r) const {
-    // Adding a value that is constant along the runs keeps the runs; alignment is the common power of two.
+    // Adding a value that is constant along the runs keeps the runs, their starts divisible by the common
+    // power of two; otherwise the runs are single elements, divisible by what divides every element of both.
     const auto& a = arg(in, 0);
     const auto& b = arg(in, 1);
     if (in.op == ir::Op::sub && !row_constant(b)) r.contiguity = 1;
     else if (row_constant(b)) r.contiguity = a.contiguity;
     else if (row_constant(a)) r.contiguity = b.contiguity;
     else r.contiguity = 1;
-    r.divisibility = std::min(a.divisibility, b.divisibility);
+    r.divisibility = r.contiguity > 1 || (row_constant(a) && row_constant(b)) ? std::min(a.divisibility, b.divisibility)
+                                                                              : std::min(every_element(a), every_element(b));
     r.uniform = a.uniform && b.uniform;
     if (ir::is_int(t.dtype) && a.bounded && b.bounded) {
       r.bounded = true;
@@ -278,11 +286,12 @@ class AxisAnalysis {
   }
 
   void min_max(const ir::Instr& in, const ir::ValueType& t, AxisInfo& r) const {
-    // The result is one of the operands: divisible by what divides both, within both ranges' hull.
+    // The result is one of the operands, element by element: divisible by what divides every element of
+    // both, within both ranges' hull.
     const auto& a = arg(in, 0);
     const auto& b = arg(in, 1);
     r.uniform = a.uniform && b.uniform;
-    r.divisibility = std::min(a.divisibility, b.divisibility);
+    r.divisibility = std::min(every_element(a), every_element(b));
     if (a.bounded && b.bounded && ir::is_int(t.dtype)) {
       r.bounded = true;
       const bool lo = in.op == ir::Op::minimum;
