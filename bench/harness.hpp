@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <span>
 #include <utility>
 #include <string>
 #include <vector>
@@ -57,13 +58,16 @@ template <class H>
 struct RowCase {
   std::size_t n, bytes;
   int sets = 0;
-  std::vector<H> host;
+  std::shared_ptr<const std::vector<H>> data;  ///< the input matrix on the host
+  std::span<const H> host;                     ///< *data
   std::vector<DeviceBuffer<H>> xs, ys;
   std::unique_ptr<driver::Stream> stream;
   kernels::RowOptions opt;
   bool ok = false;
 
-  RowCase(benchmark::State& state, std::int64_t rows, std::int64_t cols) : n(static_cast<std::size_t>(rows * cols)), bytes(n * sizeof(H)) {
+  /// A random matrix (`input`, when given, is the matrix: the sweep shares one between its kernels).
+  RowCase(benchmark::State& state, std::int64_t rows, std::int64_t cols, std::shared_ptr<const std::vector<H>> input = nullptr)
+      : n(static_cast<std::size_t>(rows * cols)), bytes(n * sizeof(H)) {
     if (!run().gpu_skip.empty()) {
       state.SkipWithError(("no GPU: " + run().gpu_skip).c_str());
       return;
@@ -71,7 +75,8 @@ struct RowCase {
     stream = std::make_unique<driver::Stream>();
     opt = kernels::RowOptions{Backend::gpu, stream->handle(), run().tuning};
     sets = rotation_sets(2 * bytes);
-    host = reference::random_vector<H>(n, 7);
+    data = input ? std::move(input) : std::make_shared<const std::vector<H>>(reference::random_vector<H>(n, 7));
+    host = *data;
     for (int s = 0; s < sets; ++s) {
       xs.emplace_back(host);
       ys.emplace_back(n);
