@@ -294,4 +294,46 @@ void KernelCache::write_disk(const std::string& key, const nvrtc::Compiled& c) {
   ++disk_writes_;
 }
 
+namespace {
+constexpr char kRecordMagic[8] = {'T', 'F', 'R', 'E', 'C', '0', '0', '1'};
+}  // namespace
+
+bool write_record(const std::filesystem::path& file, const std::string& payload) {
+  std::error_code ec;
+  std::filesystem::create_directories(file.parent_path(), ec);
+  std::string data(kRecordMagic, sizeof kRecordMagic);
+  data += payload;
+  put<std::uint64_t>(data, checksum(data));
+  std::random_device rd;
+  const auto tmp = file.parent_path() / (file.filename().string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rd()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return false;
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    out.flush();
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      return false;
+    }
+  }
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+  return !ec;
+}
+
+std::optional<std::string> read_record(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  const std::string data = ss.str();
+  if (data.size() < sizeof kRecordMagic + sizeof(std::uint64_t) || std::memcmp(data.data(), kRecordMagic, sizeof kRecordMagic) != 0)
+    return std::nullopt;
+  const std::string body = data.substr(0, data.size() - sizeof(std::uint64_t));
+  std::uint64_t stored = 0;
+  std::memcpy(&stored, data.data() + body.size(), sizeof stored);
+  if (stored != checksum(body)) return std::nullopt;
+  return body.substr(sizeof kRecordMagic);
+}
+
 }  // namespace tilefuse::cache

@@ -17,6 +17,14 @@
 
 namespace tilefuse::cache {
 
+/// Small records beside the kernel cache (the tuner's choices), kept with its entries' discipline: written
+/// to a temporary file and renamed, so a reader sees a whole record or none; read back only when the magic
+/// and the checksum match. write_record returns false when the record cannot be written (its directory is
+/// made if missing).
+bool write_record(const std::filesystem::path& file, const std::string& payload);
+/// The payload of a record written by write_record, or nothing when the file is missing or damaged.
+std::optional<std::string> read_record(const std::filesystem::path& file);
+
 /// 128-bit key as 32 hex digits.
 std::string make_key(const std::string& source, const std::vector<std::string>& options, const std::string& nvrtc_version);
 

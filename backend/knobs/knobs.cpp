@@ -13,7 +13,8 @@ namespace {
 constexpr Knob kTable[] = {
     {"TILEFUSE_INTERPRET", "0 or 1", "every launch with `Backend::automatic` runs in the CPU interpreter"},
     {"TILEFUSE_CACHE_DIR", "a directory", "disk cache location (default `$XDG_CACHE_HOME/tilefuse`, else `~/.cache/tilefuse`)"},
-    {"TILEFUSE_DISABLE_DISK_CACHE", "0 or 1", "keep compiled kernels in memory only"},
+    {"TILEFUSE_DISABLE_DISK_CACHE", "0 or 1", "keep compiled kernels (and tuned configurations) in memory only"},
+    {"TILEFUSE_TUNE_DIR", "a directory", "where the tuner keeps its configurations (default: `tuned/` in the disk cache directory)"},
     {"TILEFUSE_DUMP_IR", "0 or 1", "print the IR after each pass to stderr"},
     {"TILEFUSE_LOG_RECOMPILES", "0 or 1", "print to stderr why each GPU specialization after a kernel's first was compiled"},
     {"TILEFUSE_DEBUG_BOUNDS", "0 or 1",
@@ -75,6 +76,13 @@ long fuzz_programs() {
   if (*end != '\0' || n < 0 || n > 10000000)
     throw std::invalid_argument(std::string("tilefuse: environment variable TILEFUSE_FUZZ_PROGRAMS must be 0 to 10000000, got '") + v + "'");
   return n;
+}
+
+std::optional<std::filesystem::path> tune_dir() {
+  if (flag("TILEFUSE_DISABLE_DISK_CACHE")) return std::nullopt;
+  if (const char* d = get("TILEFUSE_TUNE_DIR")) return std::filesystem::path(d);
+  if (auto c = cache_dir()) return *c / "tuned";
+  return std::nullopt;
 }
 
 bool update_goldens() { return flag("TILEFUSE_UPDATE_GOLDENS"); }

@@ -28,6 +28,9 @@ bool dump_ir();
 /// The disk cache directory: TILEFUSE_CACHE_DIR, else $XDG_CACHE_HOME/tilefuse, else ~/.cache/tilefuse;
 /// none when TILEFUSE_DISABLE_DISK_CACHE=1 (or no home directory is known).
 std::optional<std::filesystem::path> cache_dir();
+/// Where the tuner keeps its configurations: TILEFUSE_TUNE_DIR, else tuned/ in cache_dir(); none when
+/// TILEFUSE_DISABLE_DISK_CACHE=1. Read at each use.
+std::optional<std::filesystem::path> tune_dir();
 /// TILEFUSE_LOG_RECOMPILES: print why each new GPU specialization of a kernel was compiled.
 bool log_recompiles();
 /// TILEFUSE_DEBUG_BOUNDS: GPU kernels compiled from now on check each access against its argument's size

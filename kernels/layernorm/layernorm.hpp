@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "kernels/rows/operands.hpp"
 #include "kernels/rows/options.hpp"
 #include "kernels/rows/shapes.hpp"
+#include "kernels/tune/tuner.hpp"
 
 namespace tilefuse::kernels {
 
@@ -42,6 +44,10 @@ struct NormSplitScratch {
   F32Buf partial_s1, partial_s2;
 };
 
+/// The LayerNorm configurations the tuner times for `rows` rows of `cols` elements of `element_bytes`: the
+/// variant table's rules first, then the variants that take the row with their knobs' useful settings.
+std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt = {});
+
 namespace detail {
 /// A normalization call's operands, type-erased: what the compiled launchers take.
 struct NormArgs {
@@ -56,6 +62,10 @@ struct NormArgs {
 void layernorm(RowVariant variant, const NormArgs& args, const RowOptions& opt);
 /// Runs RMSNorm on `args`.
 void rmsnorm(const NormArgs& args, const RowOptions& opt);
+/// Tunes LayerNorm for `args`' shape on private copies of its input and outputs (kernels/tune/tuner.hpp).
+TuneReport tune_layernorm(const NormArgs& args, const RowOptions& opt);
+/// The configuration the automatic choice runs under opt.tune: tuned before, or (first_use) tuned now.
+std::optional<RowConfig> layernorm_tuned(const NormArgs& args, const RowOptions& opt);
 
 /// The operands of a LayerNorm call.
 template <class Buf, class F32Buf>
@@ -130,14 +140,32 @@ void layernorm_staged(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, s
   detail::layernorm(RowVariant::staged, detail::norm_args(x, w, b, y, stats, rows, cols, eps), opt);
 }
 
-/// LayerNorm of rows of any width, with the variant chosen from the variant table (layernorm_choice) or
-/// the one asked for (the split-row variant needs scratch: call layernorm_split).
+/// LayerNorm of rows of any width, with the variant chosen from the variant table (layernorm_choice; with
+/// opt.tune, what was tuned for the shape) or the one asked for (the split-row variant takes its partials
+/// from the library's workspace here; layernorm_split takes the caller's).
 template <class Buf, class F32Buf>
 void layernorm_auto(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
                     float eps = 1e-5f, const RowOptions& opt = {}, RowVariant variant = RowVariant::automatic) {
   static_assert(holds_floats<Buf>, "tilefuse layernorm_auto: elements must be float, half or bfloat16.");
   static_assert(holds_f32<F32Buf>, "tilefuse layernorm_auto: mean and rstd are float buffers.");
   detail::layernorm(variant, detail::norm_args(x, w, b, y, stats, rows, cols, eps), opt);
+}
+
+/// Tunes LayerNorm for rows x cols of x's dtype: times each configuration of layernorm_space on private
+/// copies of x (x, w and b are only read), accepts those whose output matches the default's, and keeps the
+/// fastest for the shape's bucket in memory and on disk; layernorm_auto then runs it under
+/// TuneMode::cached or first_use. Returns every candidate's time and check.
+template <class Buf>
+TuneReport tune_layernorm(Buf& x, Buf& w, Buf& b, std::int64_t rows, std::int64_t cols, float eps = 1e-5f, const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse tune_layernorm: elements must be float, half or bfloat16.");
+  detail::NormArgs a;
+  a.x = a.y = memory_arg(x);
+  a.w = memory_arg(w);
+  a.b = memory_arg(b);
+  a.rows = rows;
+  a.cols = cols;
+  a.eps = eps;
+  return detail::tune_layernorm(a, opt);
 }
 
 /// y = RMSNorm(x) * w over rows x cols, one program per row (up to 16384 columns).

@@ -45,11 +45,19 @@ struct Tuning {
   std::optional<bool> pack_rows;
 };
 
+/// When the automatic choice of a sample row kernel consults the tuner (kernels/tune/tuner.hpp).
+enum class TuneMode : std::uint8_t {
+  off,        ///< the variant table's rules, nothing timed (the default)
+  cached,     ///< a configuration tuned before for the shape's bucket (in memory or on disk), else the rules
+  first_use,  ///< as cached, and a bucket met for the first time is tuned on that call's input first
+};
+
 /// Where and how a sample row kernel runs.
 struct RowOptions {
   Backend backend = Backend::automatic;  ///< GPU, interpreter, or by TILEFUSE_INTERPRET
   void* stream = nullptr;                ///< CUstream for GPU launches (null: the default stream)
   Tuning tuning;                         ///< knobs for sweeps; unset: each kernel's rule
+  TuneMode tune = TuneMode::off;         ///< whether RowVariant::automatic consults the tuner
 };
 
 /// The variants of a row-kernel family.

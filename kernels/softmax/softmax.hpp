@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "kernels/rows/operands.hpp"
 #include "kernels/rows/options.hpp"
 #include "kernels/rows/shapes.hpp"
+#include "kernels/tune/tuner.hpp"
 
 namespace tilefuse::kernels {
 
@@ -51,6 +53,13 @@ struct UnfusedScratch {
   Buf m, z, e, s;
 };
 
+struct RowConfig;
+struct TuneReport;
+
+/// The softmax configurations the tuner times for `rows` rows of `cols` elements of `element_bytes`: the
+/// variant table's rules first, then the variants that take the row with their knobs' useful settings.
+std::vector<RowConfig> softmax_space(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt = {});
+
 namespace detail {
 /// A softmax call's operands, type-erased: what the compiled launchers take.
 struct SoftmaxArgs {
@@ -63,6 +72,10 @@ struct SoftmaxArgs {
 void softmax(RowVariant variant, const SoftmaxArgs& args, const RowOptions& opt);
 /// The five unfused kernels, with scratch m, z, e, s.
 void softmax_unfused(const SoftmaxArgs& args, const Arg (&scratch)[4], const RowOptions& opt);
+/// Tunes the softmax for `args`' shape on private copies of its input (kernels/tune/tuner.hpp).
+TuneReport tune_softmax(const SoftmaxArgs& args, const RowOptions& opt);
+/// The configuration the automatic choice runs under opt.tune: tuned before, or (first_use) tuned now.
+std::optional<RowConfig> softmax_tuned(const SoftmaxArgs& args, const RowOptions& opt);
 }  // namespace detail
 
 /// The programs a launch of `variant` runs for rows of `cols` elements of `dtype` (traced on first use):
@@ -104,13 +117,24 @@ void softmax_staged(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, con
   detail::softmax(RowVariant::staged, {memory_arg(in), memory_arg(out), rows, cols, splits}, opt);
 }
 
-/// Rows of any width, with the variant chosen from the variant table (softmax_choice) or the one asked
-/// for (the split-row variant needs scratch: call softmax_split).
+/// Rows of any width, with the variant chosen from the variant table (softmax_choice; with opt.tune, what
+/// was tuned for the shape) or the one asked for (the split-row variant takes its partials from the
+/// library's workspace here; softmax_split takes the caller's).
 template <class Buf>
 void softmax_auto(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {},
                   RowVariant variant = RowVariant::automatic) {
   static_assert(holds_floats<Buf>, "tilefuse softmax_auto: elements must be float, half or bfloat16.");
   detail::softmax(variant, {memory_arg(in), memory_arg(out), rows, cols}, opt);
+}
+
+/// Tunes the softmax for rows x cols of `in`'s dtype: times each configuration of softmax_space on private
+/// copies of `in` (only read), accepts those whose output matches the default's, and keeps the fastest
+/// for the shape's bucket in memory and on disk; softmax_auto then runs it under TuneMode::cached or
+/// first_use. Returns every candidate's time and check.
+template <class Buf>
+TuneReport tune_softmax(Buf& in, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse tune_softmax: elements must be float, half or bfloat16.");
+  return detail::tune_softmax({memory_arg(in), memory_arg(in), rows, cols}, opt);
 }
 
 /// Each row split over `splits` programs and two kernels (partials, then combine and normalize): reads

@@ -47,8 +47,16 @@ constexpr Launcher<detail::SoftmaxArgs> kLaunchers[] = {
     {RowVariant::cluster, softmax_launch::cluster},         {RowVariant::staged, softmax_launch::staged},
 };
 
-// Runs (or, with `collect`, records the programs of) `variant` on `a`.
+// Runs (or, with `collect`, records the programs of) `variant` on `a`; the automatic choice runs what was
+// tuned for the shape when opt.tune asks for it.
 void run(RowVariant variant, const detail::SoftmaxArgs& a, const RowOptions& opt, std::vector<const Program*>* collect) {
+  if (variant == RowVariant::automatic && opt.tune != TuneMode::off && !collect)
+    if (const auto tuned = detail::softmax_tuned(a, opt)) {
+      RowOptions o = opt;
+      o.tuning = tuned->tuning;
+      o.tune = TuneMode::off;
+      return dispatch<detail::SoftmaxArgs>(kVariants, kLaunchers, "softmax", tuned->variant, a, ir::dtype_bytes(a.in.dtype), o, collect);
+    }
   dispatch<detail::SoftmaxArgs>(kVariants, kLaunchers, "softmax", variant, a, ir::dtype_bytes(a.in.dtype), opt, collect);
 }
 

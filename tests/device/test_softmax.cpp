@@ -2,6 +2,8 @@
 // inputs with poisoned outputs, every element checked.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 
 #include "kernels/reference.hpp"
@@ -198,6 +200,48 @@ TEST_F(Gpu, LoopedSoftmaxWideRows) {
   for (std::int64_t cols : {1, 7, 4096, 5000, 16385, 40000}) check_variant<float>(9, cols, RowVariant::looped);
   check_variant<bfloat16>(4, 131072, RowVariant::looped);
   check_variant<half>(4, 70001, RowVariant::looped);
+}
+
+}  // namespace
+
+namespace {
+
+// The tuner on the GPU: every candidate timed with events and checked against the default; the kept
+// configuration read back from disk after the memory is forgotten (a restart), and run by softmax_auto
+// under TuneMode::cached against float64.
+TEST_F(Gpu, TunerKeepsAConfigurationThatMatchesTheDefault) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tilefuse-tune-gpu-" + std::to_string(std::random_device{}()));
+  setenv("TILEFUSE_TUNE_DIR", dir.c_str(), 1);
+  kernels::forget_tuned_in_memory();
+  const std::int64_t rows = 2048, cols = 3001;
+  const auto hx = reference::random_vector<bfloat16>(static_cast<std::size_t>(rows * cols), 21, 0.f, 3.f);
+  DeviceBuffer<bfloat16> x(hx), y(hx.size());
+  const auto report = kernels::tune_softmax(x, rows, cols, {Backend::gpu});
+  int accepted = 0;
+  for (const auto& c : report.candidates) {
+    SCOPED_TRACE(c.config + ": " + c.why);
+    if (c.accepted) {
+      ++accepted;
+      EXPECT_LE(c.error, 1e-2);
+      EXPECT_GT(c.us, 0.0);
+    }
+  }
+  EXPECT_GE(accepted, 5);
+  EXPECT_LE(report.best_us, report.default_us);
+  kernels::forget_tuned_in_memory();
+  const auto kept = kernels::tuned_config(kernels::row_tune_key("softmax", rows, cols, ir::DType::bf16, target(Backend::gpu)));
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kernels::describe(*kept), kernels::describe(report.best));
+  kernels::RowOptions cached{Backend::gpu};
+  cached.tune = kernels::TuneMode::cached;
+  y.fill_bytes(0xff);
+  kernels::softmax_auto(x, y, rows, cols, cached);
+  const auto ref = reference::softmax<bfloat16>(hx, rows, cols);
+  EXPECT_LE(reference::relative_error<bfloat16>(y.download(), ref), reference::tolerance<bfloat16>());
+  kernels::clear_tuned();
+  unsetenv("TILEFUSE_TUNE_DIR");
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace

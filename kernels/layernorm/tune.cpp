@@ -1,0 +1,76 @@
+// The LayerNorm's configuration space for the tuner, its tuning run, and the automatic choice's use of
+// what was tuned (kernels/tune/tuner.hpp).
+#include "kernels/layernorm/launchers.hpp"
+#include "kernels/tune/operands.hpp"
+#include "kernels/tune/tuner.hpp"
+
+namespace tilefuse::kernels {
+
+std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  const Target target = tilefuse::target(opt.backend);
+  std::vector<RowConfig> space{{RowVariant::automatic, opt.tuning}};  // the rules: the default, first
+  auto add = [&](RowVariant v, auto&& edit) {
+    RowConfig c{v, opt.tuning};
+    edit(c.tuning);
+    space.push_back(c);
+  };
+  auto none = [](Tuning&) {};
+  if (cols <= kNormMaxCols) {
+    add(RowVariant::one_program, none);
+    for (int e : {8, 16, 32}) add(RowVariant::one_program, [&](Tuning& t) { t.row_elements = e; });
+    for (int r : {1024, 2048}) add(RowVariant::one_program, [&](Tuning& t) { t.resident_threads = r; });
+    if (packed_rows(opt.tuning, cols, element_bytes)) add(RowVariant::one_program, [](Tuning& t) { t.pack_rows = false; });
+  }
+  if (peeled(opt.tuning, cols, element_bytes)) add(RowVariant::automatic, [](Tuning& t) { t.peel = false; });
+  if (cols <= kStageMaxCols)
+    for (int w : {2, 4, 8}) add(RowVariant::staged, [&](Tuning& t) { t.staged_warps = w; });
+  if (target.clusters && cols <= kNormClusterMaxCols) add(RowVariant::cluster, none);
+  add(RowVariant::looped, none);
+  if (cols >= 2 * layernorm_launch::kLoopBlock) add(RowVariant::split, none);
+  (void)rows;
+  return space;
+}
+
+TuneReport detail::tune_layernorm(const NormArgs& args, const RowOptions& opt) {
+  const Target target = tilefuse::target(opt.backend);
+  const int bytes = ir::dtype_bytes(args.x.dtype);
+  TuneMatrices m(args.x, tune_sets(target, args.rows * args.cols * bytes), opt.stream);
+  const Arg mean = m.scratch(ir::DType::f32, static_cast<std::size_t>(args.rows));
+  const Arg rstd = m.scratch(ir::DType::f32, static_cast<std::size_t>(args.rows));
+  std::vector<TuneCandidate> candidates;
+  for (const RowConfig& c : layernorm_space(args.rows, args.cols, bytes, opt)) {
+    RowOptions o = opt;
+    o.tuning = c.tuning;
+    o.tune = TuneMode::off;
+    candidates.push_back({c, [&m, &args, mean, rstd, o, c](int set) {
+                            NormArgs a = args;
+                            a.x = m.in(set);
+                            a.y = m.out(set);
+                            a.mean = mean;
+                            a.rstd = rstd;
+                            a.splits = 0;
+                            layernorm(c.variant, a, o);
+                          }});
+  }
+  TuneRun run;
+  run.key = row_tune_key("layernorm", args.rows, args.cols, args.x.dtype, target);
+  run.backend = target.gpu ? Backend::gpu : Backend::interpreter;
+  run.stream = opt.stream;
+  run.sets = m.sets();
+  if (!target.gpu) run.warmup = 1, run.runs = 3;
+  // Two-pass and shifted one-pass variances differ by a few f32 ulps of the variance.
+  run.tolerance = args.x.dtype == ir::DType::f32 ? 1e-4 : 1e-2;
+  run.poison = [&m] { m.poison(); };
+  run.output = [&m] { return m.output(); };
+  return tune(run, candidates);
+}
+
+std::optional<RowConfig> detail::layernorm_tuned(const NormArgs& args, const RowOptions& opt) {
+  if (opt.tune == TuneMode::off) return std::nullopt;
+  const std::string key = row_tune_key("layernorm", args.rows, args.cols, args.x.dtype, tilefuse::target(opt.backend));
+  if (auto c = tuned_config(key)) return c;
+  if (opt.tune == TuneMode::first_use) return tune_layernorm(args, opt).best;
+  return std::nullopt;
+}
+
+}  // namespace tilefuse::kernels

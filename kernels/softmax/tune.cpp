@@ -1,0 +1,81 @@
+// The softmax's configuration space for the tuner, its tuning run, and the automatic choice's use of what
+// was tuned (kernels/tune/tuner.hpp).
+#include <algorithm>
+
+#include "kernels/reference.hpp"
+#include "kernels/softmax/launchers.hpp"
+#include "kernels/tune/operands.hpp"
+#include "kernels/tune/tuner.hpp"
+
+namespace tilefuse::kernels {
+
+std::vector<RowConfig> softmax_space(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  const Target target = tilefuse::target(opt.backend);
+  std::vector<RowConfig> space{{RowVariant::automatic, opt.tuning}};  // the rules: the default, first
+  auto add = [&](RowVariant v, auto&& edit) {
+    RowConfig c{v, opt.tuning};
+    edit(c.tuning);
+    space.push_back(c);
+  };
+  auto none = [](Tuning&) {};
+  if (cols <= kSoftmaxMaxCols) {
+    add(RowVariant::one_program, none);
+    for (int e : {8, 16, 32}) add(RowVariant::one_program, [&](Tuning& t) { t.row_elements = e; });
+    if (packed_rows(opt.tuning, cols, element_bytes)) add(RowVariant::one_program, [](Tuning& t) { t.pack_rows = false; });
+  }
+  if (peeled(opt.tuning, cols, element_bytes)) add(RowVariant::automatic, [](Tuning& t) { t.peel = false; });
+  if (softmax_staged_fits(cols, element_bytes, opt.backend, opt.tuning) || cols <= kSoftmaxStagedMaxCols)
+    for (int w : {1, 2, 4})
+      for (std::int64_t s : {32768, 65536})
+        add(RowVariant::staged, [&](Tuning& t) {
+          t.staged_warps = w;
+          t.stage_bytes = s;
+        });
+  if (target.clusters && cols <= kSoftmaxClusterMaxCols) add(RowVariant::cluster, none);
+  add(RowVariant::looped, none);
+  for (int k : {1, 2, 4}) add(RowVariant::looped, [&](Tuning& t) { t.looped_programs_per_sm = k; });
+  if (cols >= 2 * softmax_launch::kLoopBlock) add(RowVariant::split, none);
+  (void)rows;
+  return space;
+}
+
+TuneReport detail::tune_softmax(const SoftmaxArgs& args, const RowOptions& opt) {
+  const Target target = tilefuse::target(opt.backend);
+  const int bytes = ir::dtype_bytes(args.in.dtype);
+  TuneMatrices m(args.in, tune_sets(target, args.rows * args.cols * bytes), opt.stream);
+  std::vector<TuneCandidate> candidates;
+  for (const RowConfig& c : softmax_space(args.rows, args.cols, bytes, opt)) {
+    RowOptions o = opt;
+    o.tuning = c.tuning;
+    o.tune = TuneMode::off;
+    candidates.push_back({c, [&m, &args, o, c](int set) {
+                            SoftmaxArgs a = args;
+                            a.in = m.in(set);
+                            a.out = m.out(set);
+                            a.splits = 0;
+                            softmax(c.variant, a, o);
+                          }});
+  }
+  TuneRun run;
+  run.key = row_tune_key("softmax", args.rows, args.cols, args.in.dtype, target);
+  run.backend = target.gpu ? Backend::gpu : Backend::interpreter;
+  run.stream = opt.stream;
+  run.sets = m.sets();
+  if (!target.gpu) run.warmup = 1, run.runs = 3;
+  // Every variant computes in f32 and rounds once: outputs agree to a few f32 ulps, far inside a half
+  // type's spacing; an f32 softmax's sums in another order differ by about 1e-6.
+  run.tolerance = args.in.dtype == ir::DType::f32 ? 1e-5 : 1e-2;
+  run.poison = [&m] { m.poison(); };
+  run.output = [&m] { return m.output(); };
+  return tune(run, candidates);
+}
+
+std::optional<RowConfig> detail::softmax_tuned(const SoftmaxArgs& args, const RowOptions& opt) {
+  if (opt.tune == TuneMode::off) return std::nullopt;
+  const std::string key = row_tune_key("softmax", args.rows, args.cols, args.in.dtype, tilefuse::target(opt.backend));
+  if (auto c = tuned_config(key)) return c;
+  if (opt.tune == TuneMode::first_use) return tune_softmax(args, opt).best;
+  return std::nullopt;
+}
+
+}  // namespace tilefuse::kernels

@@ -1,0 +1,89 @@
+// The autotuner of the sample row kernels. Each kernel family declares its configuration space (a variant
+// and tuning knobs per candidate: softmax_space, layernorm_space); the tuner times every candidate on the
+// device (CUDA events, warm-up, the median of many runs, operand sets rotated past the L2), checks every
+// candidate's output against the default configuration's before accepting it, and keeps the fastest
+// accepted configuration per (kernel, shape bucket, dtype, architecture) in memory and on disk beside the
+// kernel cache (written whole or not at all, checksummed). Tuning happens when asked: an explicit call
+// (tune_softmax, tune_layernorm, the `tune` example), or on a bucket's first call when RowOptions::tune is
+// TuneMode::first_use; TuneMode::cached only reads what was tuned. The default, TuneMode::off, never
+// times anything. The variant table's rules are the default and the tuner's first candidate.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/runtime/args.hpp"
+#include "backend/runtime/target.hpp"
+#include "kernels/rows/options.hpp"
+
+namespace tilefuse::kernels {
+
+/// One configuration of a row kernel: the variant (automatic: the table's rules) and its tuning knobs.
+struct RowConfig {
+  RowVariant variant = RowVariant::automatic;
+  Tuning tuning;
+};
+
+/// A configuration as text ("looped looped_programs_per_sm=2"), as records and reports write it.
+std::string describe(const RowConfig& config);
+/// The configuration describe() wrote; nothing for text it did not write.
+std::optional<RowConfig> parse_config(const std::string& text);
+
+/// The key of a row-kernel shape: the kernel, rows and columns rounded up to powers of two, dtype and
+/// architecture ("softmax r4096 c1024 bf16 sm_90").
+std::string row_tune_key(const char* kernel, std::int64_t rows, std::int64_t cols, ir::DType dtype, const Target& target);
+
+/// What the tuner measured for one candidate.
+struct TunedCandidate {
+  std::string config;    ///< describe() of the candidate
+  double us = 0;         ///< median time
+  double error = 0;      ///< relative error of its output against the default's
+  bool accepted = false; ///< ran, and its output matched the default's within the tolerance
+  std::string why;       ///< when not accepted: the error or the exception
+};
+
+/// A tuning run, or a configuration found tuned before.
+struct TuneReport {
+  std::string key;
+  RowConfig best;         ///< the fastest accepted candidate (the default when none beats it)
+  double default_us = 0;  ///< the default configuration's time
+  double best_us = 0;     ///< the best's time
+  std::vector<TunedCandidate> candidates;  ///< in the order timed, the default first
+};
+
+/// A configuration tuned before for `key`: from memory, else from its record on disk (then kept in memory);
+/// nothing when there is none or its record does not read back whole.
+std::optional<RowConfig> tuned_config(const std::string& key);
+/// Forgets the configurations held in memory; the disk keeps them (what a restart does).
+void forget_tuned_in_memory();
+/// Removes every tuned configuration, in memory and on disk; returns the records removed.
+std::size_t clear_tuned();
+
+/// A candidate for tune(): its configuration, and run(set), which launches it on operand set `set`.
+struct TuneCandidate {
+  RowConfig config;
+  std::function<void(int set)> run;
+};
+
+/// What tune() is given besides the candidates.
+struct TuneRun {
+  std::string key;
+  Backend backend = Backend::gpu;
+  void* stream = nullptr;
+  int sets = 2;              ///< operand sets run(set) rotates over (enough to overflow the L2)
+  int warmup = 10, runs = 50;
+  double tolerance = 1e-5;   ///< relative error against the default's output that a candidate may have
+  std::function<void()> poison;                 ///< fills set 0's outputs with NaN
+  std::function<std::vector<double>()> output;  ///< set 0's outputs, as float64
+};
+
+/// Tunes: runs each candidate once on set 0 (outputs poisoned first) and checks its output against the
+/// first candidate's (the default, which must run), then times each accepted one; keeps the fastest under
+/// run.key in memory and on disk, and reports every candidate.
+TuneReport tune(const TuneRun& run, std::span<const TuneCandidate> candidates);
+
+}  // namespace tilefuse::kernels

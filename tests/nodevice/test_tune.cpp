@@ -1,0 +1,162 @@
+// The tuner, in the interpreter (timed by the host clock): every candidate of a kernel's space runs and
+// is checked against the default; a candidate whose output differs is never accepted, however fast; the
+// fastest accepted configuration is kept on disk, survives a restart (the memory forgotten), and a
+// damaged record is not read; TuneMode::first_use tunes a shape on its first call and later calls run
+// what was kept.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "kernels/layernorm/layernorm.hpp"
+#include "kernels/reference.hpp"
+#include "kernels/softmax/softmax.hpp"
+#include "kernels/tune/tuner.hpp"
+
+using namespace tilefuse;
+using kernels::RowVariant;
+
+namespace {
+
+// A tuner directory of this test's own (ctest runs tests side by side), emptied first.
+struct TuneDir {
+  std::filesystem::path dir;
+  explicit TuneDir(const std::string& name) : dir(std::filesystem::temp_directory_path() / ("tilefuse-tune-" + name + "-" + std::to_string(std::random_device{}()))) {
+    setenv("TILEFUSE_TUNE_DIR", dir.c_str(), 1);
+    kernels::forget_tuned_in_memory();
+  }
+  ~TuneDir() {
+    kernels::forget_tuned_in_memory();
+    unsetenv("TILEFUSE_TUNE_DIR");
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::vector<std::filesystem::path> records() const {
+    std::vector<std::filesystem::path> out;
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(dir, ec))
+      if (f.path().extension() == ".rec") out.push_back(f.path());
+    return out;
+  }
+};
+
+const kernels::RowOptions kInterp{Backend::interpreter};
+
+}  // namespace
+
+TEST(Tune, ConfigurationsReadBackAsWritten) {
+  kernels::RowConfig c{RowVariant::looped, {}};
+  c.tuning.looped_programs_per_sm = 2;
+  c.tuning.peel = false;
+  EXPECT_EQ(kernels::describe(c), "looped looped_programs_per_sm=2 peel=0");
+  const auto back = kernels::parse_config(kernels::describe(c));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->variant, RowVariant::looped);
+  EXPECT_EQ(back->tuning.looped_programs_per_sm, 2);
+  EXPECT_EQ(back->tuning.peel, false);
+  EXPECT_FALSE(kernels::parse_config("sideways"));
+  EXPECT_FALSE(kernels::parse_config("looped warp_size=3"));
+  EXPECT_FALSE(kernels::parse_config("looped row_elements=3"));  // not a power of two: Tuning rejects it
+  EXPECT_EQ(kernels::row_tune_key("softmax", 1000, 3000, ir::DType::bf16, Target{"sm_90", true, 132, true, 0, 0}),
+            "softmax r1024 c4096 bf16 sm_90");
+}
+
+TEST(Tune, ACandidateThatDiffersIsNeverAccepted) {
+  TuneDir d("differs");
+  std::vector<double> out(64);
+  auto write = [&](double v, bool slow) {
+    if (slow) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    std::fill(out.begin(), out.end(), v);
+  };
+  kernels::TuneRun run;
+  run.key = "test differs";
+  run.backend = Backend::interpreter;
+  run.warmup = 1;
+  run.runs = 5;
+  run.poison = [&] { std::fill(out.begin(), out.end(), std::nan("")); };
+  run.output = [&] { return out; };
+  kernels::RowConfig right{RowVariant::looped, {}}, wrong{RowVariant::split, {}};
+  const kernels::TuneCandidate candidates[] = {
+      {{}, [&](int) { write(1.0, true); }},         // the default
+      {wrong, [&](int) { write(1.001, false); }},   // fastest, off by 1e-3
+      {right, [&](int) { write(1.0, false); }},     // fast and right
+      {{RowVariant::cluster, {}}, [&](int) { throw std::invalid_argument("does not take this row"); }},
+  };
+  const auto report = kernels::tune(run, candidates);
+  ASSERT_EQ(report.candidates.size(), 4u);
+  EXPECT_TRUE(report.candidates[0].accepted);
+  EXPECT_FALSE(report.candidates[1].accepted);
+  EXPECT_NE(report.candidates[1].why.find("differs from the default"), std::string::npos) << report.candidates[1].why;
+  EXPECT_TRUE(report.candidates[2].accepted);
+  EXPECT_FALSE(report.candidates[3].accepted);
+  EXPECT_EQ(report.candidates[3].why, "does not take this row");
+  EXPECT_EQ(report.best.variant, RowVariant::looped);
+  EXPECT_EQ(kernels::tuned_config("test differs")->variant, RowVariant::looped);
+}
+
+TEST(Tune, SoftmaxTunedConfigurationSurvivesARestart) {
+  TuneDir d("softmax");
+  const std::int64_t rows = 3, cols = 9001;
+  const auto x = reference::random_vector<float>(rows * cols, 5, 0.f, 3.f);
+  const auto report = kernels::tune_softmax(x, rows, cols, kInterp);
+  const auto space = kernels::softmax_space(rows, cols, 4, kInterp);
+  ASSERT_EQ(report.candidates.size(), space.size());
+  int accepted = 0;
+  for (const auto& c : report.candidates) {
+    EXPECT_TRUE(c.accepted || !c.why.empty()) << c.config;
+    EXPECT_LE(c.error, 1e-5) << c.config;  // every variant computes the same softmax
+    accepted += c.accepted;
+  }
+  EXPECT_GE(accepted, 5);
+  ASSERT_EQ(d.records().size(), 1u);
+  const std::string key = kernels::row_tune_key("softmax", rows, cols, ir::DType::f32, target(Backend::interpreter));
+  kernels::forget_tuned_in_memory();  // a restart: only the disk remembers
+  const auto again = kernels::tuned_config(key);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(kernels::describe(*again), kernels::describe(report.best));
+  // A damaged record is not read back (the checksum fails), and nothing is run from it.
+  {
+    std::fstream f(d.records()[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(10);
+    f.put('#');
+  }
+  kernels::forget_tuned_in_memory();
+  EXPECT_FALSE(kernels::tuned_config(key));
+  EXPECT_EQ(kernels::clear_tuned(), 1u);
+}
+
+TEST(Tune, FirstUseTunesOnceThenRunsWhatWasKept) {
+  TuneDir d("first-use");
+  const std::int64_t rows = 4, cols = 300;
+  auto x = reference::random_vector<half>(rows * cols, 6, 0.f, 3.f);
+  auto w = reference::random_vector<half>(cols, 7), b = reference::random_vector<half>(cols, 8);
+  std::vector<half> y(x.size(), reference::from_float<half>(std::nanf("")));
+  kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows), std::vector<float>(rows)};
+  kernels::RowOptions cached = kInterp;
+  cached.tune = kernels::TuneMode::cached;
+  kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, cached);  // nothing tuned yet: the rules
+  EXPECT_TRUE(d.records().empty());
+  kernels::RowOptions first = kInterp;
+  first.tune = kernels::TuneMode::first_use;
+  kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, first);
+  ASSERT_EQ(d.records().size(), 1u);
+  const auto written = std::filesystem::last_write_time(d.records()[0]);
+  std::fill(y.begin(), y.end(), reference::from_float<half>(std::nanf("")));
+  kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, first);  // kept: not tuned again
+  EXPECT_EQ(std::filesystem::last_write_time(d.records()[0]), written);
+  const auto ref = reference::layernorm<half>(x, w, b, rows, cols, 1e-5);
+  EXPECT_LE(reference::relative_error<half>(y, ref), reference::tolerance<half>());
+  // The softmax too, with the tuned configuration read from disk after a restart.
+  std::vector<float> sx = reference::random_vector<float>(rows * 5000, 9, 0.f, 3.f), sy(sx.size(), std::nanf(""));
+  kernels::softmax_auto(sx, sy, rows, 5000, first);
+  kernels::forget_tuned_in_memory();
+  std::fill(sy.begin(), sy.end(), std::nanf(""));
+  kernels::softmax_auto(sx, sy, rows, 5000, cached);
+  EXPECT_LE(reference::relative_error<float>(sy, reference::softmax<float>(sx, rows, 5000)), reference::tolerance<float>());
+  EXPECT_EQ(d.records().size(), 2u);
+}
