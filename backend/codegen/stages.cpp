@@ -93,6 +93,18 @@ void Emitter::stage_copy(const ir::Instr& in) {
   const std::string c = all_of({live(pt), tile_in(in, plan), element_in(in, plan, l, "e0")});
   os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ")";
   if (!c.empty()) os_ << " if (" << c << ")";
+  if (plan.run == passes::RunMask::every_lane) {
+    // Every lane in the mask: one asynchronous copy of the run; else its lanes one by one (masked: 0).
+    std::string all;
+    for (int k = 0; k < W; ++k) all += (k ? " && " : "") + v(in.args[2]) + "[e0 + " + std::to_string(k) + "]";
+    const std::string one = bounds_.checked(p + "[e]", in, in.args[1], 1);
+    os_ << " {\n    if (" << all << ") tf_copy_async<" << W * bytes << ">(" << base << " + " << off << " + " << index_expr(l, "e0") << ", "
+        << bounds_.checked(p + "[e0]", in, in.args[1], W) << ", true);\n";
+    os_ << "    else\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << base << "[" << off << " + " << index_expr(l)
+        << "] = " << v(in.args[2]) << "[e] ? *" << one << " : (" << S << ")0;\n  }\n";
+    copies_pending_ = true;
+    return;
+  }
   const std::string on = masked ? v(in.args[2]) + "[e0]" : std::string("true");
   os_ << " tf_copy_async<" << W * bytes << ">(" << base << " + " << off << " + " << index_expr(l, "e0") << ", "
       << bounds_.checked(p + "[e0]", in, in.args[1], W, on) << ", " << on << ");\n";

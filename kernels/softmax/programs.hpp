@@ -240,8 +240,10 @@ inline constexpr double kLog2e = 1.4426950408889634;
 /// thread-block cluster per row that combines max and sum through tl::cluster_max / tl::cluster_sum).
 /// The piece is copied into a stage of STAGE elements (asynchronously, all of it in flight at once); pass 1
 /// takes the max from the stage, pass 2 sums exp(x - max), pass 3 writes exp(x - max) / sum. Only PIECE
-/// columns are in registers at a time.
-template <class T, int STAGE, int PIECE>
+/// columns are in registers at a time. With PEEL, each piece is copied from the vector boundary before it
+/// (row_window), so that the copies move 16 bytes each for rows that are not whole vectors; the piece's
+/// columns then sit at stage indices [head, head + valid).
+template <class T, int STAGE, int PIECE, bool PEEL = false>
 void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
                             tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits) {
   auto pid = tl::program_id(0);
@@ -250,29 +252,36 @@ void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> s
   // The program's columns, at most STAGE (the launcher guarantees it; saying so lets the compiler drop the
   // stage bounds tests, and the masks where they are a multiple of PIECE).
   auto valid = tl::minimum(tl::maximum(tl::minimum(chunk, n_cols - start), 0), STAGE);
-  auto base = row * stride + start;
   auto cols = tl::arange<PIECE>();
   auto zero = tl::scalar<tl::i32>(0);
+  // Where the stage's element 0 is read from, the stage index of the piece's first column, and the end of
+  // its columns in the stage.
+  auto [base, head] = PEEL ? row_window<T>(row * stride + start) : RowWindow{row * stride + start, zero};
+  auto end = PEEL ? tl::minimum(head + valid, STAGE) : valid;
   tl::Stage<T, STAGE> stage;
-  tl::for_range(zero, valid, PIECE, [&](auto from) {
+  tl::for_range(zero, end, PIECE, [&](auto from) {
     auto idx = from + cols;
-    stage.copy(from, in + base + idx, idx < valid);
+    stage.copy(from, in + base + idx, columns_in<PEEL>(idx, head, end));
   });
-  // Reads of the stage past `valid` take -inf: the max ignores them and their exp adds 0.
-  auto piece = [&](auto from) { return tl::cast<tl::f32>(stage.template load<PIECE>(from, from + cols < valid, -tl::inf)); };
-  auto [m] = tl::for_range(zero, valid, PIECE, std::tuple{tl::full<tl::f32, PIECE>(-tl::inf)}, [&](auto from, auto m) {
+  // Reads of the stage outside the piece take -inf: the max ignores them and their exp adds 0. (With PEEL,
+  // whose mask is not even over a run, the stage is read whole, 16 bytes at a time, and masked after.)
+  auto piece = [&](auto from) {
+    if constexpr (PEEL) return tl::where(columns_in<true>(from + cols, head, end), tl::cast<tl::f32>(stage.template load<PIECE>(from)), -tl::inf);
+    else return tl::cast<tl::f32>(stage.template load<PIECE>(from, from + cols < valid, -tl::inf));
+  };
+  auto [m] = tl::for_range(zero, end, PIECE, std::tuple{tl::full<tl::f32, PIECE>(-tl::inf)}, [&](auto from, auto m) {
     return std::tuple{tl::maximum(m, piece(from))};
   });
   auto row_max = tl::cluster_max(tl::max(m));
-  auto [s] = tl::for_range(zero, valid, PIECE, std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, auto s) {
+  auto [s] = tl::for_range(zero, end, PIECE, std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, auto s) {
     return std::tuple{s + tl::exp(piece(from) - row_max)};
   });
   auto row_sum = tl::cluster_sum(tl::sum(s));
   // exp(x - max) / sum as one exp2: 2^((x - max) log2(e) - log2(sum)), a multiply-add and an ex2 per element.
   auto log2_sum = tl::log(row_sum) * kLog2e;
-  tl::for_range(zero, valid, PIECE, [&](auto from) {
+  tl::for_range(zero, end, PIECE, [&](auto from) {
     auto idx = from + cols;
-    tl::store(out + base + idx, tl::cast<T>(tl::exp2((piece(from) - row_max) * kLog2e - log2_sum)), idx < valid);
+    tl::store(out + base + idx, tl::cast<T>(tl::exp2((piece(from) - row_max) * kLog2e - log2_sum)), columns_in<PEEL>(idx, head, end));
   });
 }
 

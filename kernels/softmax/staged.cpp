@@ -23,13 +23,18 @@ void staged(const RowCall& call, const Args& a) {
   }
   const Arg n = i32(call.cols), chunk = i32(split.chunk), splits = i32(split.splits);
   with_float_dtype(a.in.dtype, [&]<class T>() {
-    with_stage(split.chunk, [&]<int STAGE>() {
+    // Rows that are not whole vectors: each piece copied from the vector boundary before it, where the
+    // stage has room for the vector's worth of columns more.
+    const std::int64_t window = window_cols(split.chunk, element_bytes_of<T>());
+    const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>()) && window <= kStageMaxCols;
+    with_stage(peel ? window : split.chunk, [&]<int STAGE>() {
       static constexpr const char* params[] = {"in", "out", "stride", "n_cols", "chunk", "splits"};
       // Two warps per program (measured against one, four and eight: bench/NOTES.md, staged softmax).
       KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), 2);
       shape.cluster = static_cast<int>(split.splits);
-      Program& p = kernel_for<&softmax_staged_program<T, STAGE, kStagePiece>>(
-          shape, [&] { return "softmax_staged" + std::to_string(split.splits) + "_" + std::to_string(STAGE); }, params);
+      auto name = [&] { return "softmax_staged" + std::to_string(split.splits) + "_" + std::to_string(STAGE) + (peel ? "_peeled" : ""); };
+      Program& p = peel ? kernel_for<&softmax_staged_program<T, STAGE, kStagePiece, true>>(shape, name, params)
+                        : kernel_for<&softmax_staged_program<T, STAGE, kStagePiece>>(shape, name, params);
       launch(call, p, Grid(call.rows * split.splits), std::array{a.in, a.out, n, n, chunk, splits});
     });
   });

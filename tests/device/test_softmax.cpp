@@ -185,6 +185,10 @@ TEST_F(Gpu, SoftmaxRowsOfEveryAlignment) {
   }
   check_softmax_split<half>(5, 40001, 7);
   check_softmax_split<float>(3, 9, 2);
+  // Staged: each piece copied from the vector boundary before it (16-byte copies for whole runs).
+  check_variant<half>(9, 44547, RowVariant::staged);
+  check_variant<bfloat16>(64, 129309, RowVariant::staged);
+  check_variant<float>(6, 20001, RowVariant::staged);
 }
 
 // Few wide rows, as softmax_auto takes them: split over the GPU with the library's workspace, in groups

@@ -183,3 +183,19 @@ TEST(RowsAlignment, NarrowRowKernelsMove16BytesPerAccess) {
   const auto info = ln->compile(odd_rows(*ln), "sm_90");
   EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
 }
+
+TEST(RowsAlignment, StagedRowsOfEveryAlignment) {
+  // One program per row (up to 32 KB of stage), and clusters of programs over wider rows, each piece
+  // copied from the vector boundary before it.
+  for (std::int64_t cols : {3, 2049, 8193, 20001, 44547})
+    for (bool peel : {true, false}) {
+      check_softmax<half>(3, cols, RowVariant::staged, peel);
+      check_softmax<float>(2, cols, RowVariant::staged, peel);
+    }
+  const Program* p = kernels::softmax_programs(RowVariant::staged, ir::DType::f16, 44547, interpreter(true)).at(0);
+  EXPECT_EQ(p->name(), "softmax_staged3_16384_peeled");
+  const std::string src = p->cuda_source(odd_rows(*p));
+  EXPECT_EQ(occurrences(src, "tf_copy_async<16>("), 1u) << src;             // whole runs: 16-byte asynchronous copies
+  EXPECT_EQ(occurrences(src, "tf_load_vec<unsigned, 4>(reinterpret_cast<const unsigned*>(tf_stage0"), 3u) << src;  // the three passes
+  EXPECT_EQ(occurrences(src, "tf_store_vec<unsigned, 4"), 1u) << src;
+}

@@ -90,7 +90,10 @@ class Planner {
     bounds(in, pt.dims[0], p);
     p.vector = std::min(vector_width(in.args[1]), a_.layout(pt).vector);
     while (p.vector > 1 && a_.axis[in.args[0]].divisibility < p.vector) p.vector /= 2;
-    narrow_for_stage(p, mask);
+    if (!p.inside && !p.whole) p.vector = 1;  // the bounds test is per element
+    // A mask that is not even over a run (a row's aligned window, whose first and last runs are partly
+    // the row's): the run is copied at once when every lane is in, else element by element.
+    if (p.masked && p.vector > 1 && !constant_over(mask, p.vector)) p.run = RunMask::every_lane;
     return p;
   }
 
