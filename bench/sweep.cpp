@@ -103,7 +103,12 @@ void sweep_case(benchmark::State& state, const SweepShape& k, bool layernorm) {
   }
   const auto ref = layernorm ? reference::layernorm<H>(sub, hw, hb, m, k.cols, 1e-5) : reference::softmax<H>(sub, m, k.cols);
   const double err = reference::relative_error<H>(got, ref);
-  if (err > reference::tolerance<H>()) {
+  // What float64 rounded to H itself misses by: a row of 400 thousand halves has softmax outputs near
+  // 2.5e-6, subnormals in f16, that no kernel can hold to f16's relative precision.
+  std::vector<H> rounded(ref.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) rounded[i] = reference::from_float<H>(static_cast<float>(ref[i]));
+  const double floor = reference::relative_error<H>(rounded, ref);
+  if (err > std::max(reference::tolerance<H>(), 2 * floor)) {
     run().failed = true;
     state.SkipWithError(("wrong result, rel err " + std::to_string(err)).c_str());
     return;

@@ -149,11 +149,14 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
   const std::int64_t most = std::clamp<std::int64_t>((cols + piece - 1) / piece, 1, max_splits);
   if (!target.gpu) return {std::min<std::int64_t>(2, most), rows};
   const std::int64_t sms = std::max(1, target.sm_count);
-  SplitPlan plan;
-  plan.splits = std::clamp<std::int64_t>((4 * sms + rows - 1) / rows, 1, most);
+  // The group first (its rows fill at most half the L2), then the splits that give a launch over the
+  // group about 4 programs per SM, then the group again if its partials outgrow the workspace.
   const std::int64_t row_bytes = cols * element_bytes;
   const std::int64_t by_l2 = target.l2_bytes > 0 ? std::max<std::int64_t>(1, target.l2_bytes / 2 / row_bytes) : rows;
-  plan.group = std::clamp<std::int64_t>(std::min(by_l2, workspace_partials(sms) / plan.splits), 1, rows);
+  SplitPlan plan;
+  plan.group = std::clamp<std::int64_t>(by_l2, 1, rows);
+  plan.splits = std::clamp<std::int64_t>((4 * sms + plan.group - 1) / plan.group, 1, most);
+  plan.group = std::clamp<std::int64_t>(std::min(plan.group, workspace_partials(sms) / plan.splits), 1, rows);
   return plan;
 }
 

@@ -118,7 +118,9 @@ std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> online_max_sum(tl::Ptr<T> i
     return std::tuple{tl::maximum(m, x), s_new};
   });
   auto row_max = tl::max(m);
-  return {row_max, tl::sum(tl::where(m == -tl::inf, 0.0, s * tl::exp(m - row_max)))};
+  // A lane whose running max is still -inf saw only -inf (its sum is 0) or a NaN (the max skips NaN; its
+  // sum is NaN): it adds its sum as it is, so a NaN reaches the row's sum however the row is split.
+  return {row_max, tl::sum(tl::where(m == -tl::inf, s, s * tl::exp(m - row_max)))};
 }
 
 // out = exp(x - row_max) / row_sum over columns [start, end) of the row at `base`, last piece first: the
@@ -202,7 +204,7 @@ void softmax_combine_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Ptr<tl::f32> par
   auto m = tl::load(partial_max + r * splits + k, valid, -tl::inf);
   auto row_max = tl::max(m);
   auto s = tl::load(partial_sum + r * splits + k, valid);
-  auto row_sum = tl::sum(tl::where(m == -tl::inf, 0.0, s * tl::exp(m - row_max)));
+  auto row_sum = tl::sum(tl::where(m == -tl::inf, s, s * tl::exp(m - row_max)));  // (as online_max_sum)
   auto start = split * chunk;
   if constexpr (PEEL) {
     auto [base, head] = row_window<T>(row * stride);

@@ -48,10 +48,15 @@ TEST(RowsChoice, FewWideRowsAreSplitOverTheGpu) {
 
 TEST(RowsChoice, SplitGroupsFitHalfTheL2AndTheWorkspace) {
   const Target h200{"sm_90", true, 132, true, 232448, 50 << 20};
-  // 8 rows of 2^21 bf16 (4 MB each, 32 MB in all): groups of 6 rows (24 MB), 66 programs per row.
+  // 8 rows of 2^21 bf16 (4 MB each, 32 MB in all): groups of 6 rows (24 MB), 88 programs per row (528 per
+  // launch, 4 per SM).
   auto plan = kernels::split_plan(h200, 8, 1 << 21, 2, 4096, 1024);
-  EXPECT_EQ(plan.splits, 66);
+  EXPECT_EQ(plan.splits, 88);
   EXPECT_EQ(plan.group, 6);
+  // 125 rows of 737080 bf16 (1.4 MB each): groups of 17 rows, 32 programs per row.
+  plan = kernels::split_plan(h200, 125, 737080, 2, 4096, 1024);
+  EXPECT_EQ(plan.group, 17);
+  EXPECT_EQ(plan.splits, 32);
   // 5 rows of 855125 f32 (17 MB): one group, 106 programs per row.
   plan = kernels::split_plan(h200, 5, 855125, 4, 4096, 1024);
   EXPECT_EQ(plan.splits, 106);
@@ -122,4 +127,24 @@ TEST(RowsChoice, SplitWithTheLibrarysWorkspaceMatchesFloat64) {
     check_layernorm_split<float>(3, cols);
     check_layernorm_split<bfloat16>(2, cols);
   }
+}
+
+TEST(RowsChoice, SplitRowsKeepEveryNaN) {
+  // A NaN, a +inf or only -inf in a row makes the whole row NaN (torch's softmax), however many programs
+  // share the row: a program's lane that saw the NaN and nothing else (its running max still -inf) once
+  // dropped it from the row's sum.
+  for (int cols : {20000, 100000})
+    for (std::int64_t splits : {2, 5, 25}) {
+      SCOPED_TRACE(std::to_string(cols) + " columns, " + std::to_string(splits) + " splits");
+      std::vector<float> x(3 * static_cast<std::size_t>(cols)), y(x.size(), 0.f);
+      for (int c = 0; c < cols; ++c) {
+        const float wave = std::sin(0.37f * static_cast<float>(c));
+        x[c] = c == cols / 2 ? std::nanf("") : wave;
+        x[cols + c] = c == cols / 3 ? INFINITY : wave;
+        x[2 * cols + c] = -INFINITY;
+      }
+      kernels::SplitScratch<std::vector<float>> scratch{std::vector<float>(3 * splits), std::vector<float>(3 * splits)};
+      kernels::softmax_split(x, y, scratch, 3, cols, splits, kInterpreter);
+      for (std::size_t i = 0; i < y.size(); ++i) ASSERT_TRUE(std::isnan(y[i])) << "row " << i / cols << " col " << i % cols;
+    }
 }
