@@ -36,8 +36,9 @@ struct Tuning {
   /// rule is one program per row.
   std::optional<int> looped_programs_per_sm;
   /// Whether rows whose width is not a whole number of 16-byte vectors are read through aligned windows
-  /// (each row from the vector boundary before it, its first and last runs masked); the rule is yes.
-  /// Without, such rows go element by element.
+  /// (each row from the vector boundary before it, its first and last runs masked); the rule is yes for
+  /// the softmax, no for LayerNorm (its w and b would go element by element off the window's boundary).
+  /// Without, such rows go element by element, neighbouring threads on neighbouring elements.
   std::optional<bool> peel;
   /// Whether narrow rows (whose tile is at most kPackedRowBytes) are held several per program as one 2D
   /// tile; the rule is yes. Without, each row is a program of its own (one-warp programs packed 8 per

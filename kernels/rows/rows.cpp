@@ -160,8 +160,8 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
   return plan;
 }
 
-bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes) {
-  return tuning.peel.value_or(true) && (cols * element_bytes) % 16 != 0;
+bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes, bool by_default) {
+  return tuning.peel.value_or(by_default) && (cols * element_bytes) % 16 != 0;
 }
 
 bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes) {

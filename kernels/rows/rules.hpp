@@ -91,9 +91,10 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
                      std::int64_t max_splits);
 
 /// Whether rows of `cols` elements of `element_bytes` are read through aligned windows (RowWindow in
-/// kernels/rows/programs.hpp): rows that are not a whole number of 16-byte vectors, unless Tuning::peel
-/// says no. Rows that are start at a vector boundary wherever the matrix does.
-bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes);
+/// kernels/rows/programs.hpp): rows that are not a whole number of 16-byte vectors, when Tuning::peel (or,
+/// unset, the family's rule `by_default`) says so. Rows that are start at a vector boundary wherever the
+/// matrix does.
+bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes, bool by_default = true);
 
 /// Widest row tile (bytes) the narrow-row kernels hold several of per program.
 inline constexpr std::int64_t kPackedRowBytes = 512;
