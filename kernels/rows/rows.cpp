@@ -164,10 +164,10 @@ bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes, bool by_
   return tuning.peel.value_or(by_default) && (cols * element_bytes) % 16 != 0;
 }
 
-bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes) {
+bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, bool by_default) {
   std::int64_t tile = 1;
   while (tile < width) tile *= 2;
-  return tuning.pack_rows.value_or(true) && tile * element_bytes <= kPackedRowBytes;
+  return tuning.pack_rows.value_or(by_default) && tile * element_bytes <= kPackedRowBytes;
 }
 
 KernelShape packed_shape(const Tuning& tuning) { return KernelShape{4, min_programs(resident_threads(tuning, 0), 4)}; }

@@ -100,8 +100,9 @@ bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes, bool by_
 inline constexpr std::int64_t kPackedRowBytes = 512;
 
 /// Whether rows whose tile is `width` columns (the row, or its aligned window) of `element_bytes` go
-/// several to a program: tiles of at most kPackedRowBytes, unless Tuning::pack_rows says no.
-bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes);
+/// several to a program: tiles of at most kPackedRowBytes, when Tuning::pack_rows (or, unset, the
+/// family's rule `by_default`) says so.
+bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, bool by_default = true);
 
 /// The narrow-row kernels' shape: four warps (a program holds 8 KB of rows, kRowsPerProgram).
 KernelShape packed_shape(const Tuning& tuning);

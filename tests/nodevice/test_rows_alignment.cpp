@@ -27,9 +27,16 @@ kernels::RowOptions interpreter(bool peel) {
   return opt;
 }
 
+// interpreter(peel) with narrow rows several per program (LayerNorm's rule is one per program).
+kernels::RowOptions packed(bool peel) {
+  kernels::RowOptions opt = interpreter(peel);
+  opt.tuning.pack_rows = true;
+  return opt;
+}
+
 // Softmax `variant` (split: over 3 programs per row) of rows x cols in the interpreter against float64.
 template <class H>
-void check_softmax(std::int64_t rows, std::int64_t cols, RowVariant variant, bool peel) {
+void check_softmax(std::int64_t rows, std::int64_t cols, RowVariant variant, bool peel, bool pack = true) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("softmax ") + kernels::variant_name(variant) + (peel ? " peeled " : " unpeeled ") + std::to_string(rows) +
                "x" + std::to_string(cols) + " seed " + std::to_string(seed));
@@ -37,9 +44,9 @@ void check_softmax(std::int64_t rows, std::int64_t cols, RowVariant variant, boo
   std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
   if (variant == RowVariant::split) {
     kernels::SplitScratch<std::vector<float>> scratch{std::vector<float>(rows * 3), std::vector<float>(rows * 3)};
-    kernels::softmax_split(x, y, scratch, rows, cols, 3, interpreter(peel));
+    kernels::softmax_split(x, y, scratch, rows, cols, 3, pack ? packed(peel) : interpreter(peel));
   } else {
-    kernels::softmax_auto(x, y, rows, cols, interpreter(peel), variant);
+    kernels::softmax_auto(x, y, rows, cols, pack ? packed(peel) : interpreter(peel), variant);
   }
   const auto ref = reference::softmax<H>(x, rows, cols);
   EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
@@ -50,7 +57,7 @@ void check_softmax(std::int64_t rows, std::int64_t cols, RowVariant variant, boo
 // included; `mean` shifts the rows (f32 rows are summed shifted by their first element, which the
 // window must find at the row's start, not the window's).
 template <class H>
-void check_layernorm(std::int64_t rows, std::int64_t cols, RowVariant variant, bool peel, float mean = 0.f) {
+void check_layernorm(std::int64_t rows, std::int64_t cols, RowVariant variant, bool peel, float mean = 0.f, bool pack = false) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("layernorm ") + kernels::variant_name(variant) + (peel ? " peeled " : " unpeeled ") + std::to_string(rows) +
                "x" + std::to_string(cols) + " seed " + std::to_string(seed));
@@ -61,9 +68,9 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, RowVariant variant, b
   kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows, std::nanf("")), std::vector<float>(rows, std::nanf(""))};
   if (variant == RowVariant::split) {
     kernels::NormSplitScratch<std::vector<float>> scratch{std::vector<float>(rows * 3), std::vector<float>(rows * 3)};
-    kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, 3, 1e-5f, interpreter(peel));
+    kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, 3, 1e-5f, pack ? packed(peel) : interpreter(peel));
   } else {
-    kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, interpreter(peel), variant);
+    kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, pack ? packed(peel) : interpreter(peel), variant);
   }
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
@@ -154,7 +161,7 @@ TEST(RowsAlignment, PeeledKernelsMove16BytesPerAccess) {
 TEST(RowsAlignment, NarrowRowsGoSeveralToAProgram) {
   // Rows of a tile of at most 512 bytes: R rows per program as one 2D tile (8 KB), the last program's
   // rows past the matrix masked off; aligned and odd widths, every dtype, against float64.
-  const kernels::RowOptions opt = interpreter(true);
+  const kernels::RowOptions opt = packed(true);
   EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::f32, 128, opt).at(0)->name(), "softmax_rows_16x128");
   EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 47, opt).at(0)->name(), "softmax_rows_64x64_peeled");
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 256, opt).at(0)->name(), "layernorm_rows_16x256");
@@ -162,21 +169,23 @@ TEST(RowsAlignment, NarrowRowsGoSeveralToAProgram) {
   for (std::int64_t cols : {1, 2, 8, 16, 40, 47, 64, 79, 120, 128, 155, 249}) {
     check_softmax<half>(70, cols, RowVariant::one_program, true);
     check_softmax<float>(37, cols, RowVariant::one_program, true);
-    check_layernorm<bfloat16>(70, cols, RowVariant::one_program, true);
-    check_layernorm<float>(37, cols, RowVariant::one_program, true);
+    for (bool pack : {true, false}) {
+      check_layernorm<bfloat16>(70, cols, RowVariant::one_program, true, 0.f, pack);
+      check_layernorm<float>(37, cols, RowVariant::one_program, false, 0.f, pack);
+    }
   }
-  check_layernorm<float>(40, 33, RowVariant::one_program, true, 1e4f);  // shifted by each row's first element
+  check_layernorm<float>(40, 33, RowVariant::one_program, true, 1e4f, true);  // shifted by each row's first element
 }
 
 TEST(RowsAlignment, NarrowRowKernelsMove16BytesPerAccess) {
   for (std::int64_t cols : {47, 64}) {  // odd rows through their windows; whole vectors as they are
-    const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, cols, interpreter(true)).at(0);
+    const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, cols, packed(true)).at(0);
     const std::string src = p->cuda_source(cols % 8 ? odd_rows(*p) : p->default_specialization());
     EXPECT_EQ(occurrences(src, "tf_load_vec<tf_u16, 8>"), 1u) << src;
     EXPECT_EQ(occurrences(src, "tf_store_vec<tf_u16, 8>"), 1u) << src;
   }
   // LayerNorm of odd rows: x and y in 16-byte runs; w and b follow each row's head, element by element.
-  const Program* ln = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 79, interpreter(true)).at(0);
+  const Program* ln = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 79, packed(true)).at(0);
   const std::string src = ln->cuda_source(odd_rows(*ln));
   EXPECT_EQ(occurrences(src, "tf_load_vec<tf_u16, 8>"), 1u) << src;
   EXPECT_EQ(occurrences(src, "tf_store_vec<tf_u16, 8>"), 1u) << src;
