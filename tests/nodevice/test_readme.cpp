@@ -36,6 +36,20 @@ TEST(Readme, TileProgramIsTheQuickstartExample) {
   EXPECT_EQ(readme, example);
 }
 
+TEST(Readme, TuningSnippetIsTheTuneExamples) {
+  const std::string root = TILEFUSE_SOURCE_DIR;
+  const std::string example = between(read(root + "/examples/tune.cpp"), "// readme-tune-begin", "// readme-tune-end");
+  // The example's lines are indented two spaces inside their function.
+  std::string unindented;
+  std::istringstream lines(example);
+  for (std::string line; std::getline(lines, line);) unindented += (line.rfind("  ", 0) == 0 ? line.substr(2) : line) + "\n";
+  const std::string readme = read(root + "/README.md");
+  const auto section = readme.find("### Tuning");
+  ASSERT_NE(section, std::string::npos);
+  ASSERT_FALSE(unindented.empty());
+  EXPECT_EQ(between(readme.substr(section), "```cpp", "```"), unindented);
+}
+
 TEST(Readme, CommandsMatchCi) {
   const std::string root = TILEFUSE_SOURCE_DIR;
   const std::string ci = read(root + "/.ci/run");
