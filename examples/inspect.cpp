@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
     const std::string arch = flags.count("--arch") ? flags["--arch"] : "";
     const std::string only = flags.count("--only") ? flags["--only"] : "";
     // Without a GPU, the choices assume an sm_90 with --sms multiprocessors (the H200's 132 by default)
-    // and the H200's 50 MB of L2.
+    // and 50 MB of L2 (the GPU's own figures when there is one).
     Target gpu{arch.empty() ? "sm_90" : arch, true, static_cast<int>(flags.count("--sms") ? std::stoll(flags["--sms"]) : 132), true, 232448,
                50 << 20};
     const bool real = driver::available() && !flags.count("--sms");

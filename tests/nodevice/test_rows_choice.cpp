@@ -2,7 +2,7 @@
 // the read-once variants would leave it short of programs (fewer than 2 per SM), in launch pairs over
 // groups of rows that fit half the L2, with partials in the library's workspace; many rows and narrow
 // rows keep their variants, and the interpreter never splits on its own. The choice is checked on an
-// inspected H200 (132 SMs, 50 MB of L2), the split-row path itself in the interpreter against float64.
+// inspected sm_90 of 132 SMs and 50 MB of L2, the split-row path itself in the interpreter against float64.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,7 +26,7 @@ const kernels::RowOptions kInterpreter{Backend::interpreter};
 }  // namespace
 
 TEST(RowsChoice, FewWideRowsAreSplitOverTheGpu) {
-  InspectLaunches h200;  // an sm_90 with 132 SMs and 50 MB of L2, GPU or not
+  InspectLaunches h200;  // an sm_90 with 132 SMs and 50 MB of L2 when no GPU is present
   // 5 rows of 855125 f32: 5 programs on 132 SMs read once, or a split over ~106 programs per row.
   EXPECT_EQ(kernels::softmax_choice(5, 855125, 4, kGpu), RowVariant::split);
   EXPECT_EQ(kernels::layernorm_choice(5, 855125, 4, kGpu), RowVariant::split);
