@@ -18,6 +18,7 @@ shards=${SANITIZE_SHARDS:-16}
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 mkdir -p "$out"
 export TILEFUSE_CACHE_DIR=${TILEFUSE_CACHE_DIR:-$PWD/$build/kernel-cache}
+export TILEFUSE_TUNE_DIR=${TILEFUSE_TUNE_DIR:-$PWD/$build/tune-sanitize}  # the tune example keeps its choice here
 # The examples at the sizes the test suite runs them (bench-sized runs add time, not coverage).
 examples=(
   "quickstart"
@@ -28,6 +29,7 @@ examples=(
   "attention --batch 2 --heads 4 --seq 1000 --runs 2"
   "attention --batch 1 --heads 4 --seq 777 --dim 64 --causal 1 --dtype f16 --runs 2"
   "matmul --m 1000 --n 1000 --k 1000 --runs 2"
+  "tune --kernel softmax --rows 64 --cols 3001 --dtype bf16"
 )
 [ -x "$build/torch_tensors" ] && examples+=("torch_tensors")
 summary="$out/sanitizers.md"
