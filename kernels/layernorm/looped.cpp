@@ -4,7 +4,6 @@
 
 #include "kernels/layernorm/launchers.hpp"
 #include "kernels/layernorm/wide_programs.hpp"
-#include "kernels/rows/workspace.hpp"
 
 namespace tilefuse::kernels::layernorm_launch {
 
@@ -22,20 +21,9 @@ void looped(const RowCall& call, const Args& a) {
 
 void split(const RowCall& call, const Args& a) {
   check_layernorm(call, a);
-  // splits = 0: the automatic choice's plan, with the library's workspace; else the caller's splits and
-  // scratch, in one launch pair.
-  SplitPlan plan{a.splits, call.rows};
-  Arg partial_s1 = a.partial_s1, partial_s2 = a.partial_s2;
-  if (a.splits == 0) {
-    plan = split_plan(call.target(), call.rows, call.cols, ir::dtype_bytes(a.x.dtype), kLoopBlock, kNormMaxSplits);
-    const Workspace ws = workspace(call.opt, plan.group * plan.splits);
-    partial_s1 = ws.first;
-    partial_s2 = ws.second;
-  } else {
-    split_row_chunk(call.entry, call.cols, a.splits, kNormMaxSplits, kLoopBlock);  // checks splits
-    check_vector(call, "scratch.partial_s1", a.partial_s1, call.rows * a.splits);
-    check_vector(call, "scratch.partial_s2", a.partial_s2, call.rows * a.splits);
-  }
+  const SplitPartials p = split_partials(call, a.splits, a.partial_s1, a.partial_s2, "scratch.partial_s1", "scratch.partial_s2",
+                                        ir::dtype_bytes(a.x.dtype), kNormMaxSplits, kLoopBlock);
+  const SplitPlan& plan = p.plan;
   const Arg n = i32(call.cols);
   const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
   with_float_dtype(a.x.dtype, [&]<class T>() {
@@ -55,12 +43,11 @@ void split(const RowCall& call, const Args& a) {
                                     shape, [] { return "layernorm_combine_peeled_" + std::to_string(SB); }, combine_params)
                               : kernel_for<&layernorm_combine_program<T, kLoopBlock, SB>>(
                                     shape, [] { return "layernorm_combine_" + std::to_string(SB); }, combine_params);
-      for (std::int64_t first = 0; first < call.rows; first += plan.group) {
-        const Grid grid(std::min(plan.group, call.rows - first), plan.splits);
-        launch(call, partials, grid, std::array{a.x, partial_s1, partial_s2, n, n, c, i32(first)});
+      for_each_group(call, plan, [&](std::int64_t first, Grid grid) {
+        launch(call, partials, grid, std::array{a.x, p.first, p.second, n, n, c, i32(first)});
         launch(call, combine, grid,
-               std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, partial_s1, partial_s2, n, n, c, Arg::of_f32(a.eps), i32(first)});
-      }
+               std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, p.first, p.second, n, n, c, Arg::of_f32(a.eps), i32(first)});
+      });
     });
   });
 }

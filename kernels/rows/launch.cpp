@@ -1,5 +1,6 @@
 // The checks and the launch step every sample launcher shares (see launch.hpp).
 #include "kernels/rows/launch.hpp"
+#include "kernels/rows/workspace.hpp"
 
 #include <stdexcept>
 
@@ -31,6 +32,19 @@ void launch(const RowCall& call, Program& program, Grid grid, std::span<const Ar
     return;
   }
   program.launch(call.config(grid), args);
+}
+
+SplitPartials split_partials(const RowCall& call, std::int64_t splits, const Arg& first, const Arg& second, const char* first_name,
+                             const char* second_name, int element_bytes, std::int64_t max_splits, std::int64_t piece) {
+  if (splits == 0) {
+    const SplitPlan plan = split_plan(call.target(), call.rows, call.cols, element_bytes, piece, max_splits);
+    const Workspace ws = workspace(call.opt, plan.group * plan.splits);
+    return {plan, ws.first, ws.second};
+  }
+  split_row_chunk(call.entry, call.cols, splits, max_splits, piece);  // checks splits
+  check_vector(call, first_name, first, call.rows * splits);
+  check_vector(call, second_name, second, call.rows * splits);
+  return {SplitPlan{splits, call.rows}, first, second};
 }
 
 }  // namespace tilefuse::kernels

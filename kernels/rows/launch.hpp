@@ -5,6 +5,7 @@
 // exactly what a launch runs. Internal to the kernels library.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -95,6 +96,23 @@ void dispatch(std::span<const VariantInfo> table, std::span<const Launcher<Args>
   const RowCall call{find_variant(table, variant, family).entry, args.rows, args.cols, opt, collect};
   for (const Launcher<Args>& l : launchers)
     if (l.variant == variant) return l.launch(call, args);
+}
+
+/// A split-row launch's plan and partials: for splits = 0 the automatic choice's plan (split_plan) with
+/// the library's workspace; else the caller's splits (1 to max_splits, checked) and scratch (`first` and
+/// `second`, named `first_name` and `second_name` in errors, rows x splits each), in one group.
+struct SplitPartials {
+  SplitPlan plan;
+  Arg first, second;
+};
+SplitPartials split_partials(const RowCall& call, std::int64_t splits, const Arg& first, const Arg& second, const char* first_name,
+                             const char* second_name, int element_bytes, std::int64_t max_splits, std::int64_t piece);
+
+/// Calls launch_pair(first_row, grid) for each group of `plan` over the call's rows: grid is the group's
+/// rows by plan.splits.
+template <class F>
+void for_each_group(const RowCall& call, const SplitPlan& plan, F&& launch_pair) {
+  for (std::int64_t first = 0; first < call.rows; first += plan.group) launch_pair(first, Grid(std::min(plan.group, call.rows - first), plan.splits));
 }
 
 /// An i32 scalar argument.

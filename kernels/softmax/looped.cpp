@@ -3,7 +3,6 @@
 #include <array>
 
 #include "kernels/softmax/launchers.hpp"
-#include "kernels/rows/workspace.hpp"
 #include "kernels/softmax/programs.hpp"
 
 namespace tilefuse::kernels::softmax_launch {
@@ -26,20 +25,9 @@ void looped(const RowCall& call, const Args& a) {
 void split(const RowCall& call, const Args& a) {
   check_matrix(call, "in", a.in);
   check_matrix(call, "out", a.out);
-  // splits = 0: the automatic choice's plan, with the library's workspace; else the caller's splits and
-  // scratch, in one launch pair.
-  SplitPlan plan{a.splits, call.rows};
-  Arg partial_max = a.partial_max, partial_sum = a.partial_sum;
-  if (a.splits == 0) {
-    plan = split_plan(call.target(), call.rows, call.cols, ir::dtype_bytes(a.in.dtype), kLoopBlock, kSoftmaxMaxSplits);
-    const Workspace ws = workspace(call.opt, plan.group * plan.splits);
-    partial_max = ws.first;
-    partial_sum = ws.second;
-  } else {
-    split_row_chunk(call.entry, call.cols, a.splits, kSoftmaxMaxSplits, kLoopBlock);  // checks splits
-    check_vector(call, "scratch.partial_max", a.partial_max, call.rows * a.splits);
-    check_vector(call, "scratch.partial_sum", a.partial_sum, call.rows * a.splits);
-  }
+  const SplitPartials p = split_partials(call, a.splits, a.partial_max, a.partial_sum, "scratch.partial_max", "scratch.partial_sum",
+                                        ir::dtype_bytes(a.in.dtype), kSoftmaxMaxSplits, kLoopBlock);
+  const SplitPlan& plan = p.plan;
   const Arg n = i32(call.cols);
   const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
   with_float_dtype(a.in.dtype, [&]<class T>() {
@@ -58,11 +46,10 @@ void split(const RowCall& call, const Args& a) {
                                     shape, [] { return "softmax_combine_peeled_" + std::to_string(SB); }, combine_params)
                               : kernel_for<&softmax_combine_program<T, kLoopBlock, SB>>(
                                     shape, [] { return "softmax_combine_" + std::to_string(SB); }, combine_params);
-      for (std::int64_t first = 0; first < call.rows; first += plan.group) {
-        const Grid grid(std::min(plan.group, call.rows - first), plan.splits);
-        launch(call, partials, grid, std::array{a.in, partial_max, partial_sum, n, n, c, i32(first)});
-        launch(call, combine, grid, std::array{a.in, a.out, partial_max, partial_sum, n, n, c, i32(first)});
-      }
+      for_each_group(call, plan, [&](std::int64_t first, Grid grid) {
+        launch(call, partials, grid, std::array{a.in, p.first, p.second, n, n, c, i32(first)});
+        launch(call, combine, grid, std::array{a.in, a.out, p.first, p.second, n, n, c, i32(first)});
+      });
     });
   });
 }
