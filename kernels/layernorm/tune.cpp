@@ -41,10 +41,7 @@ TuneReport detail::tune_layernorm(const NormArgs& args, const RowOptions& opt) {
   const Arg rstd = m.scratch(ir::DType::f32, static_cast<std::size_t>(args.rows));
   std::vector<TuneCandidate> candidates;
   for (const RowConfig& c : layernorm_space(args.rows, args.cols, bytes, opt)) {
-    RowOptions o = opt;
-    o.tuning = c.tuning;
-    o.tune = TuneMode::off;
-    candidates.push_back({c, [&m, &args, mean, rstd, o, c](int set) {
+    candidates.push_back({c, [&m, &args, mean, rstd, o = options_of(opt, c), c](int set) {
                             NormArgs a = args;
                             a.x = m.in(set);
                             a.y = m.out(set);
@@ -54,25 +51,13 @@ TuneReport detail::tune_layernorm(const NormArgs& args, const RowOptions& opt) {
                             layernorm(c.variant, a, o);
                           }});
   }
-  TuneRun run;
-  run.key = row_tune_key("layernorm", args.rows, args.cols, args.x.dtype, target);
-  run.backend = target.gpu ? Backend::gpu : Backend::interpreter;
-  run.stream = opt.stream;
-  run.sets = m.sets();
-  if (!target.gpu) run.warmup = 1, run.runs = 3;
   // Two-pass and shifted one-pass variances differ by a few f32 ulps of the variance.
-  run.tolerance = args.x.dtype == ir::DType::f32 ? 1e-4 : 1e-2;
-  run.poison = [&m] { m.poison(); };
-  run.output = [&m] { return m.output(); };
-  return tune(run, candidates);
+  const double tolerance = args.x.dtype == ir::DType::f32 ? 1e-4 : 1e-2;
+  return tune(matrix_tune_run("layernorm", args.rows, args.cols, opt, m, tolerance), candidates);
 }
 
 std::optional<RowConfig> detail::layernorm_tuned(const NormArgs& args, const RowOptions& opt) {
-  if (opt.tune == TuneMode::off) return std::nullopt;
-  const std::string key = row_tune_key("layernorm", args.rows, args.cols, args.x.dtype, tilefuse::target(opt.backend));
-  if (auto c = tuned_config(key)) return c;
-  if (opt.tune == TuneMode::first_use) return tune_layernorm(args, opt).best;
-  return std::nullopt;
+  return tuned_for("layernorm", args.rows, args.cols, args.x.dtype, opt, [&] { return tune_layernorm(args, opt); });
 }
 
 }  // namespace tilefuse::kernels

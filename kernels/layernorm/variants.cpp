@@ -38,12 +38,9 @@ constexpr Launcher<detail::NormArgs> kLaunchers[] = {
 // tuned for the shape when opt.tune asks for it (LayerNorm only: the one-pass baseline is never tuned).
 void run(RowVariant variant, const detail::NormArgs& a, const RowOptions& opt, std::vector<const Program*>* collect) {
   if (variant == RowVariant::automatic && opt.tune != TuneMode::off && !collect && !a.one_pass)
-    if (const auto tuned = detail::layernorm_tuned(a, opt)) {
-      RowOptions o = opt;
-      o.tuning = tuned->tuning;
-      o.tune = TuneMode::off;
-      return dispatch<detail::NormArgs>(kVariants, kLaunchers, "layernorm", tuned->variant, a, ir::dtype_bytes(a.x.dtype), o, collect);
-    }
+    if (const auto tuned = detail::layernorm_tuned(a, opt))
+      return dispatch<detail::NormArgs>(kVariants, kLaunchers, "layernorm", tuned->variant, a, ir::dtype_bytes(a.x.dtype),
+                                        options_of(opt, *tuned), collect);
   dispatch<detail::NormArgs>(kVariants, kLaunchers, "layernorm", variant, a, ir::dtype_bytes(a.x.dtype), opt, collect);
 }
 

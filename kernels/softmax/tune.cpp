@@ -45,10 +45,7 @@ TuneReport detail::tune_softmax(const SoftmaxArgs& args, const RowOptions& opt) 
   TuneMatrices m(args.in, tune_sets(target, args.rows * args.cols * bytes), opt.stream);
   std::vector<TuneCandidate> candidates;
   for (const RowConfig& c : softmax_space(args.rows, args.cols, bytes, opt)) {
-    RowOptions o = opt;
-    o.tuning = c.tuning;
-    o.tune = TuneMode::off;
-    candidates.push_back({c, [&m, &args, o, c](int set) {
+    candidates.push_back({c, [&m, &args, o = options_of(opt, c), c](int set) {
                             SoftmaxArgs a = args;
                             a.in = m.in(set);
                             a.out = m.out(set);
@@ -56,26 +53,14 @@ TuneReport detail::tune_softmax(const SoftmaxArgs& args, const RowOptions& opt) 
                             softmax(c.variant, a, o);
                           }});
   }
-  TuneRun run;
-  run.key = row_tune_key("softmax", args.rows, args.cols, args.in.dtype, target);
-  run.backend = target.gpu ? Backend::gpu : Backend::interpreter;
-  run.stream = opt.stream;
-  run.sets = m.sets();
-  if (!target.gpu) run.warmup = 1, run.runs = 3;
   // Every variant computes in f32 and rounds once: outputs agree to a few f32 ulps, far inside a half
   // type's spacing; an f32 softmax's sums in another order differ by about 1e-6.
-  run.tolerance = args.in.dtype == ir::DType::f32 ? 1e-5 : 1e-2;
-  run.poison = [&m] { m.poison(); };
-  run.output = [&m] { return m.output(); };
-  return tune(run, candidates);
+  const double tolerance = args.in.dtype == ir::DType::f32 ? 1e-5 : 1e-2;
+  return tune(matrix_tune_run("softmax", args.rows, args.cols, opt, m, tolerance), candidates);
 }
 
 std::optional<RowConfig> detail::softmax_tuned(const SoftmaxArgs& args, const RowOptions& opt) {
-  if (opt.tune == TuneMode::off) return std::nullopt;
-  const std::string key = row_tune_key("softmax", args.rows, args.cols, args.in.dtype, tilefuse::target(opt.backend));
-  if (auto c = tuned_config(key)) return c;
-  if (opt.tune == TuneMode::first_use) return tune_softmax(args, opt).best;
-  return std::nullopt;
+  return tuned_for("softmax", args.rows, args.cols, args.in.dtype, opt, [&] { return tune_softmax(args, opt); });
 }
 
 }  // namespace tilefuse::kernels

@@ -51,12 +51,9 @@ constexpr Launcher<detail::SoftmaxArgs> kLaunchers[] = {
 // tuned for the shape when opt.tune asks for it.
 void run(RowVariant variant, const detail::SoftmaxArgs& a, const RowOptions& opt, std::vector<const Program*>* collect) {
   if (variant == RowVariant::automatic && opt.tune != TuneMode::off && !collect)
-    if (const auto tuned = detail::softmax_tuned(a, opt)) {
-      RowOptions o = opt;
-      o.tuning = tuned->tuning;
-      o.tune = TuneMode::off;
-      return dispatch<detail::SoftmaxArgs>(kVariants, kLaunchers, "softmax", tuned->variant, a, ir::dtype_bytes(a.in.dtype), o, collect);
-    }
+    if (const auto tuned = detail::softmax_tuned(a, opt))
+      return dispatch<detail::SoftmaxArgs>(kVariants, kLaunchers, "softmax", tuned->variant, a, ir::dtype_bytes(a.in.dtype),
+                                           options_of(opt, *tuned), collect);
   dispatch<detail::SoftmaxArgs>(kVariants, kLaunchers, "softmax", variant, a, ir::dtype_bytes(a.in.dtype), opt, collect);
 }
 

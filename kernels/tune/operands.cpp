@@ -76,6 +76,20 @@ std::vector<double> TuneMatrices::output() const {
   return out;
 }
 
+TuneRun matrix_tune_run(const char* kernel, std::int64_t rows, std::int64_t cols, const RowOptions& opt, TuneMatrices& m, double tolerance) {
+  const Target target = tilefuse::target(opt.backend);
+  TuneRun run;
+  run.key = row_tune_key(kernel, rows, cols, m.in(0).dtype, target);
+  run.backend = target.gpu ? Backend::gpu : Backend::interpreter;
+  run.stream = opt.stream;
+  run.sets = m.sets();
+  if (!target.gpu) run.warmup = 1, run.runs = 3;
+  run.tolerance = tolerance;
+  run.poison = [&m] { m.poison(); };
+  run.output = [&m] { return m.output(); };
+  return run;
+}
+
 int tune_sets(const Target& target, std::int64_t bytes) {
   if (!target.gpu || target.l2_bytes <= 0) return 2;
   return static_cast<int>(std::clamp<std::int64_t>((3 * target.l2_bytes + 2 * bytes - 1) / std::max<std::int64_t>(2 * bytes, 1), 2, 8));

@@ -9,6 +9,7 @@
 
 #include "backend/runtime/args.hpp"
 #include "backend/runtime/target.hpp"
+#include "kernels/tune/tuner.hpp"
 
 namespace tilefuse::kernels {
 
@@ -39,6 +40,11 @@ class TuneMatrices {
   std::vector<Arg> in_, out_;
   void* stream_ = nullptr;
 };
+
+/// The tuner's run for `kernel` over rows x cols of m's dtype on opt's target: keyed by row_tune_key,
+/// rotating over m's sets, poisoning and reading back m's set 0 output, accepting a relative error of
+/// `tolerance` against the default's output (fewer runs in the interpreter, timed by the host clock).
+TuneRun matrix_tune_run(const char* kernel, std::int64_t rows, std::int64_t cols, const RowOptions& opt, TuneMatrices& m, double tolerance);
 
 /// Operand sets that make the tuner's rotation overflow the L2 for a matrix of `bytes` read and written
 /// on `target` (2 to 8; 2 for the interpreter).

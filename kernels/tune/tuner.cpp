@@ -167,6 +167,21 @@ std::size_t clear_tuned() {
   return removed;
 }
 
+RowOptions options_of(const RowOptions& opt, const RowConfig& config) {
+  RowOptions o = opt;
+  o.tuning = config.tuning;
+  o.tune = TuneMode::off;
+  return o;
+}
+
+std::optional<RowConfig> tuned_for(const char* kernel, std::int64_t rows, std::int64_t cols, ir::DType dtype, const RowOptions& opt,
+                                   const std::function<TuneReport()>& tune_now) {
+  if (opt.tune == TuneMode::off) return std::nullopt;
+  if (auto c = tuned_config(row_tune_key(kernel, rows, cols, dtype, tilefuse::target(opt.backend)))) return c;
+  if (opt.tune == TuneMode::first_use) return tune_now().best;
+  return std::nullopt;
+}
+
 TuneReport tune(const TuneRun& run, std::span<const TuneCandidate> candidates) {
   if (candidates.empty()) throw std::invalid_argument("tilefuse tuner: " + run.key + ": no candidates");
   TuneReport report;

@@ -63,6 +63,15 @@ void forget_tuned_in_memory();
 /// Removes every tuned configuration, in memory and on disk; returns the records removed.
 std::size_t clear_tuned();
 
+/// `opt` with `config`'s tuning knobs and the tuner off: how a configuration runs.
+RowOptions options_of(const RowOptions& opt, const RowConfig& config);
+
+/// The configuration the automatic choice of `kernel` runs for rows x cols of `dtype` under opt.tune: one
+/// tuned before for the shape's bucket, else (TuneMode::first_use) what tune_now() finds; nothing when
+/// opt.tune is off or nothing was tuned.
+std::optional<RowConfig> tuned_for(const char* kernel, std::int64_t rows, std::int64_t cols, ir::DType dtype, const RowOptions& opt,
+                                   const std::function<TuneReport()>& tune_now);
+
 /// A candidate for tune(): its configuration, and run(set), which launches it on operand set `set`.
 struct TuneCandidate {
   RowConfig config;
