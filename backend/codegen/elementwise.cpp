@@ -27,9 +27,9 @@ constexpr Spelling kSpellings[] = {
     {Op::sub, "$0 - $1", "$0 - $1", true},
     {Op::mul, "$0 * $1", "$0 * $1", true},
     {Op::rem, "$0 % $1", "$0 % $1", false},
-    {Op::minimum, "fminf($0, $1)", "min($0, $1)", false},
-    {Op::maximum, "fmaxf($0, $1)", "max($0, $1)", false},
-    {Op::neg, "-$0", "-$0", false},
+    {Op::minimum, "fminf($0, $1)", "tf_imin($0, $1)", false},
+    {Op::maximum, "fmaxf($0, $1)", "tf_imax($0, $1)", false},
+    {Op::neg, "-$0", "tf_ineg($0)", false},
     {Op::exp, "tf_exp($0)", nullptr, true},
     {Op::exp2, "tf_exp2($0)", nullptr, true},
     {Op::log, "logf($0)", nullptr, true},
@@ -77,7 +77,10 @@ std::string elementwise_expr(const ir::Function& fn, const ir::Instr& in, const 
     case Op::le: return a[0] + " <= " + a[1];
     case Op::gt: return a[0] + " > " + a[1];
     case Op::ge: return a[0] + " >= " + a[1];
-    case Op::select: return a[0] + " ? " + a[1] + " : " + a[2];
+    case Op::select:
+      // 32-bit integers select in PTX (tf_isel in the prelude says why); floats, masks, pointers and i64 in C++.
+      if (t.dtype == DType::i32 && !t.pointer) return "tf_isel(" + a[0] + ", " + a[1] + ", " + a[2] + ")";
+      return a[0] + " ? " + a[1] + " : " + a[2];
     case Op::cast: return text::cast(fn.values[in.args[0]].dtype, t.dtype, a[0]);
     default: break;
   }

@@ -18,11 +18,11 @@ void Emitter::reduce(const ir::Instr& in) {
   switch (in.op) {
     case Op::reduce_max:
       ident = fl ? "__int_as_float(0xff800000)" : (t.dtype == DType::i32 ? "(-2147483647 - 1)" : "(-9223372036854775807ll - 1)");
-      comb = fl ? "fmaxf(A, B)" : "max(A, B)";
+      comb = fl ? "fmaxf(A, B)" : "tf_imax(A, B)";
       break;
     case Op::reduce_min:
       ident = fl ? "__int_as_float(0x7f800000)" : (t.dtype == DType::i32 ? "2147483647" : "9223372036854775807ll");
-      comb = fl ? "fminf(A, B)" : "min(A, B)";
+      comb = fl ? "fminf(A, B)" : "tf_imin(A, B)";
       break;
     default:
       ident = fl ? "0.0f" : (t.dtype == DType::i64 ? "0ll" : "0");

@@ -27,7 +27,7 @@ std::string combine_expr(Op op, ir::DType dt, const std::string& a, const std::s
   const bool fl = ir::is_float(dt);
   if (op == Op::sum_along || op == Op::reduce_sum) return a + " + " + b;
   const bool mx = op == Op::max_along || op == Op::reduce_max;
-  return std::string(fl ? (mx ? "fmaxf(" : "fminf(") : (mx ? "max(" : "min(")) + a + ", " + b + ")";
+  return std::string(fl ? (mx ? "fmaxf(" : "fminf(") : (mx ? "tf_imax(" : "tf_imin(")) + a + ", " + b + ")";
 }
 
 }  // namespace

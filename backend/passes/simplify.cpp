@@ -1,5 +1,6 @@
-// Simplification: folds casts of constants, removes identities (x + 0, x * 1, ...), and turns a float
-// division by a value uniform across the tile into one reciprocal per program and a multiply per element.
+// Simplification: folds casts of constants, removes identities (x + 0, x * 1, ...), writes integer 0 - x and
+// x * -1 as negations, and turns a float division by a value uniform across the tile into one reciprocal
+// per program and a multiply per element.
 #include <cmath>
 
 #include "backend/ir/ops.hpp"
@@ -22,6 +23,12 @@ class Simplify : public Rewriter {
     const ir::ValueType* type = in.result >= 0 ? &input().values[in.result] : nullptr;
     if (const ir::ValueId same = identity_operand(in, type); same >= 0 && output().values[same] == *type)
       return replace(in.result, same);
+    // Integer 0 - x and x * -1 are negations. As neg they reach the generator's tf_ineg, which keeps ptxas
+    // from folding the negation into a min/max chain, where it can be dropped (see the prelude).
+    if (const ir::ValueId negated = negated_operand(in, type); negated >= 0) {
+      in.op = ir::Op::neg;
+      in.args = {negated};
+    }
     // A cast of a constant is a constant of the new dtype (integers truncate as the cast would).
     if (in.op == ir::Op::cast && def(in.args[0]).op == ir::Op::constant) {
       double v = def(in.args[0]).number;
@@ -54,6 +61,15 @@ class Simplify : public Rewriter {
     if (in.op == ir::Op::add && is_constant(a, 0.0)) return b;
     if ((in.op == ir::Op::mul || in.op == ir::Op::div) && is_constant(b, 1.0)) return a;
     if (in.op == ir::Op::mul && is_constant(a, 1.0)) return b;
+    return -1;
+  }
+  // The x of an integer 0 - x, x * -1 or -1 * x, or -1.
+  ir::ValueId negated_operand(const ir::Instr& in, const ir::ValueType* type) const {
+    if (!type || in.args.size() != 2 || type->pointer || !ir::is_int(type->dtype) || type->dtype == ir::DType::i1) return -1;
+    const auto a = in.args[0], b = in.args[1];
+    if (in.op == ir::Op::sub && is_constant(a, 0.0)) return b;
+    if (in.op == ir::Op::mul && is_constant(b, -1.0)) return a;
+    if (in.op == ir::Op::mul && is_constant(a, -1.0)) return b;
     return -1;
   }
   // Whether `v` holds the constant x, looking through splats.

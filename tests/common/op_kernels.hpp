@@ -2,6 +2,7 @@
 // (no device) and the GPU tests (GPU vs interpreter vs float64).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -97,11 +98,18 @@ inline const std::vector<IntOp>& int_ops() {
       {"max(a) (row)", [](std::int64_t, std::int64_t) { return 0; }},
       {"min(b) (row)", [](std::int64_t, std::int64_t) { return 0; }},
       {"program_id + num_programs (element p)", [](std::int64_t, std::int64_t) { return 0; }},
+      // Chains of integer max and min over negations: ptxas 12.8-13.x fused these into VIMNMX3 on sm_90
+      // and dropped negations (the prelude's tf_imax says more).
+      {"max(-a, -b, -(a-b))", [](std::int64_t a, std::int64_t b) { return std::max({-a, -b, -(a - b)}); }},
+      {"max(max(a, -a), b)", [](std::int64_t a, std::int64_t b) { return std::max({a, -a, b}); }},
+      {"min(-a, -b, -(a+b))", [](std::int64_t a, std::int64_t b) { return std::min({-a, -b, -(a + b)}); }},
+      {"max(-a, b, a+b)", [](std::int64_t a, std::int64_t b) { return std::max({-a, b, a + b}); }},
+      {"max(where(a > -b, a, -b), 0 - a)", [](std::int64_t a, std::int64_t b) { return std::max({a, -b, -a}); }},
   };
   return ops;
 }
 
-/// Integer ops on a[i], b[i] (b never 0), one row of n per op (rows 10.. hold broadcast scalars);
+/// Integer ops on a[i], b[i] (b never 0), one row of n per op (rows 10 to 13 hold broadcast scalars);
 /// wide[i] = i64(a[i]) * b[i].
 template <int BLOCK>
 void int_ops_program(tl::Ptr<tl::i32> a, tl::Ptr<tl::i32> b, tl::Ptr<tl::i32> out, tl::Ptr<tl::i64> wide,
@@ -127,7 +135,12 @@ void int_ops_program(tl::Ptr<tl::i32> a, tl::Ptr<tl::i32> b, tl::Ptr<tl::i32> ou
   put(tl::max(tl::where(mask, x, -2147483647 - 1)));
   put(tl::min(tl::where(mask, y, 2147483647)));
   // One element per program, so programs do not race for it.
-  tl::store(out + k * n + tl::program_id(0), tl::program_id(0) + tl::num_programs(0));
+  tl::store(out + k++ * n + tl::program_id(0), tl::program_id(0) + tl::num_programs(0));
+  put(tl::maximum(tl::maximum(-x, -y), -(x - y)));
+  put(tl::maximum(tl::maximum(x, -x), y));
+  put(tl::minimum(tl::minimum(-x, -y), -(x + y)));
+  put(tl::maximum(tl::maximum(-x, y), x + y));
+  put(tl::maximum(tl::where(x > -y, x, -y), 0 - x));
 }
 
 /// Stage semantics in one program: a masked copy of x[0, 256) into a 512-element stage at `at` (the

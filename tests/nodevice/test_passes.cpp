@@ -115,6 +115,30 @@ TEST(Passes, SimplifyRemovesIdentitiesAndFoldsCasts) {
   EXPECT_TRUE(folded) << ir::print(f);
 }
 
+// Integer 0 - x and x * -1 become neg (the generator's tf_ineg keeps ptxas from dropping it); float 0 - x
+// stays a subtraction, since it is +0 where -x is -0.
+TEST(Passes, SimplifyWritesIntegerNegationsAsNeg) {
+  Builder b;
+  auto x = b.param(scalar(DType::i32), "x");
+  auto y = b.param(scalar(DType::f32), "y");
+  auto zero = b.constant(scalar(DType::i32), 0);
+  auto minus_one = b.constant(scalar(DType::i32), -1);
+  auto fzero = b.constant(scalar(DType::f32), 0);
+  auto n1 = b.add(Op::sub, scalar(DType::i32), {zero, x});
+  auto n2 = b.add(Op::mul, scalar(DType::i32), {n1, minus_one});
+  auto n3 = b.add(Op::mul, scalar(DType::i32), {minus_one, n2});
+  auto fy = b.add(Op::sub, scalar(DType::f32), {fzero, y});
+  auto out = b.param(ir::ValueType{DType::i32, true, 0, {1, 1}}, "out");
+  auto fout = b.param(ir::ValueType{DType::f32, true, 0, {1, 1}}, "fout");
+  b.store({out, n3});
+  b.store({fout, fy});
+  const auto f = passes::dce(passes::simplify(b.fn));
+  EXPECT_EQ(count(f, Op::neg), 3) << ir::print(f);
+  EXPECT_EQ(count(f, Op::mul), 0) << ir::print(f);
+  EXPECT_EQ(count(f, Op::sub), 1) << ir::print(f);
+  ir::verify(f);
+}
+
 TEST(Passes, HoistLoadsMovesLoadsUpButNotAboveStores) {
   Builder b;
   auto p = b.param(ir::ValueType{DType::f32, true, 0, {1, 1}}, "p");

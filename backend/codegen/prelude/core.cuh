@@ -27,6 +27,19 @@ __device__ __forceinline__ float tf_div(float a, float b) { return __fdiv_rn(a, 
 __device__ __forceinline__ float tf_div(float a, float b) { float y; asm("div.full.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b)); return y; }
 #endif
 __device__ __forceinline__ long long tf_f2ll(float f) { return __float2ll_rz(f); }
+// Integer max, min, negation and select. ptxas (CUDA 12.8 to 13.x, sm_90 and later) fuses chains of
+// max.s32/min.s32 into the three-input VIMNMX3 and can drop a negation feeding it: max(max(-a, -b), -c)
+// came out as max(a, b, -c) (Gpu.IntOpsMatchInterpreterExactly and fuzz seed 20532 hold the patterns). A compare
+// and select, and a negation as not-then-add, written in PTX stay out of that fusion; the select is in
+// PTX too so that the C++ compiler cannot turn `a > b ? a : b` back into max.s32. 64-bit integers are
+// compared with ISETP and SEL, not VIMNMX, and keep plain C++.
+__device__ __forceinline__ int tf_imax(int a, int b) { int r; asm("{.reg .pred p; setp.gt.s32 p, %1, %2; selp.b32 %0, %1, %2, p;}" : "=r"(r) : "r"(a), "r"(b)); return r; }
+__device__ __forceinline__ int tf_imin(int a, int b) { int r; asm("{.reg .pred p; setp.lt.s32 p, %1, %2; selp.b32 %0, %1, %2, p;}" : "=r"(r) : "r"(a), "r"(b)); return r; }
+__device__ __forceinline__ int tf_ineg(int x) { int r; asm("{.reg .b32 t; not.b32 t, %1; add.s32 %0, t, 1;}" : "=r"(r) : "r"(x)); return r; }
+__device__ __forceinline__ int tf_isel(bool c, int a, int b) { int r; asm("{.reg .pred p; setp.ne.b32 p, %1, 0; selp.b32 %0, %2, %3, p;}" : "=r"(r) : "r"((int)c), "r"(a), "r"(b)); return r; }
+__device__ __forceinline__ long long tf_imax(long long a, long long b) { return a > b ? a : b; }
+__device__ __forceinline__ long long tf_imin(long long a, long long b) { return a < b ? a : b; }
+__device__ __forceinline__ long long tf_ineg(long long x) { return -x; }
 // Two floats rounded to f16 or bf16 and packed in one word, low element first: one instruction on sm_80+.
 __device__ __forceinline__ unsigned tf_pack_bf16x2(float lo, float hi) {
 #if __CUDA_ARCH__ >= 800
