@@ -1,9 +1,11 @@
 // The interpreter's elementwise ops and reductions: float arithmetic and math in f32 (rounded to f16/bf16
 // after each op, as the generated code does), integer arithmetic that wraps as the GPU's does,
-// comparisons, masks, where, casts, Philox draws, and tile reductions (pairwise f32 sums).
+// comparisons, masks, where, casts (optionally nudged for the fuzzer: set_cast_nudge), Philox draws, and
+// tile reductions (pairwise f32 sums).
 #include "backend/interp/program.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "backend/numerics/philox.hpp"
@@ -21,6 +23,11 @@ thread_local bool reordered = false;
 }  // namespace
 void set_reordered_sums(bool on) { reordered = on; }
 bool reordered_sums() { return reordered; }
+namespace {
+thread_local int nudge = 0;
+}  // namespace
+void set_cast_nudge(int direction) { nudge = direction > 0 ? 1 : direction < 0 ? -1 : 0; }
+int cast_nudge() { return nudge; }
 void reset_wrapped_operations() { wrapped_count = 0; }
 
 }  // namespace tilefuse::interp
@@ -74,7 +81,10 @@ void Program::elementwise(const ir::Instr& in) {
     for (std::size_t j = 0; j < n; ++j) {
       if (ir::is_float(to)) r.f[j] = round_to(to, ir::is_float(from) ? fx(in, 0, j) : static_cast<double>(static_cast<float>(ix(in, 0, j))));
       else if (to == DType::i1) r.i[j] = ir::is_float(from) ? fx(in, 0, j) != 0 : ix(in, 0, j) != 0;
-      else if (ir::is_float(from)) r.i[j] = float_to_int(to, fx(in, 0, j));
+      else if (ir::is_float(from)) {
+        const double x = fx(in, 0, j);
+        r.i[j] = float_to_int(to, cast_nudge() == 0 ? x : x + cast_nudge() * std::abs(x) * 0x1p-16);
+      }
       else r.i[j] = wrap(to, ix(in, 0, j));
     }
       return;

@@ -44,6 +44,15 @@ void set_reordered_sums(bool on);
 /// Whether set_reordered_sums is on for this thread.
 bool reordered_sums();
 
+/// While `direction` is 1 or -1 (for this thread's runs), a cast from float to integer first moves its input
+/// by a relative 2^-16 toward +inf or -inf; 0, the default, casts the value as it is. The GPU's exp, erf and
+/// division are within their documented bounds of the interpreter's, and an exact integer made from such a
+/// value by a truncating cast may land on the other side of an integer: the differential fuzzer calls a
+/// difference explained when every differing element lies between the two nudged runs.
+void set_cast_nudge(int direction);
+/// This thread's set_cast_nudge direction.
+int cast_nudge();
+
 /// Runs `fn` for every program of the grid (x fastest), in order; with cluster reductions, the
 /// `cluster_size` programs of each cluster along x in lockstep between them.
 void run(const ir::Function& fn, std::int64_t grid_x, std::int64_t grid_y, std::int64_t grid_z,

@@ -660,6 +660,52 @@ std::string compare(const Case& c, const Memory& want, const Memory& got, std::v
   return first;
 }
 
+namespace {
+
+// The interpreter's run with every float-to-integer cast nudged by `direction` (interp::set_cast_nudge).
+Memory run_nudged(const Case& c, Program& p, int direction) {
+  interp::set_cast_nudge(direction);
+  try {
+    Memory m = run_interpreter(c, p);
+    interp::set_cast_nudge(0);
+    return m;
+  } catch (...) {
+    interp::set_cast_nudge(0);
+    throw;
+  }
+}
+
+// Whether every output element where `got` differs from `want` lies between the interpreter's runs with
+// float-to-integer casts nudged down and up (floats: or within compare()'s relative bound of `want`).
+bool between_nudged_casts(const Case& c, Program& p, const Memory& want, const Memory& got) {
+  const Memory lo = run_nudged(c, p, -1), hi = run_nudged(c, p, 1);
+  for (std::size_t b = 0; b < c.buffers.size(); ++b) {
+    const Buffer& buf = c.buffers[b];
+    if (!buf.output) continue;
+    const int bytes = ir::dtype_bytes(buf.dtype);
+    const double rtol = buf.dtype == DType::f32 ? 1.0 / 1024 : 1.0 / 64;
+    for (std::size_t j = 0; j < buf.bytes.size() / bytes; ++j) {
+      const std::size_t at = j * bytes;
+      if (std::memcmp(want[b].data() + at, got[b].data() + at, bytes) == 0) continue;
+      if (std::memcmp(lo[b].data() + at, got[b].data() + at, bytes) == 0 || std::memcmp(hi[b].data() + at, got[b].data() + at, bytes) == 0)
+        continue;
+      if (j < buf.shift || j >= buf.shift + buf.count || buf.dtype == DType::i1) return false;
+      std::int64_t iw = 0, ig = 0, il = 0, ih = 0;
+      const double w = element_of(buf.dtype, want[b].data() + at, &iw), g = element_of(buf.dtype, got[b].data() + at, &ig);
+      const double l = element_of(buf.dtype, lo[b].data() + at, &il), h = element_of(buf.dtype, hi[b].data() + at, &ih);
+      if (ir::is_float(buf.dtype)) {
+        const bool near = std::isfinite(w) && std::isfinite(g) && std::abs(w - g) <= rtol * std::max(std::abs(w), std::abs(g));
+        if (!near && !(g >= std::min({w, l, h}) && g <= std::max({w, l, h}))) return false;
+      } else if (ig < std::min({iw, il, ih}) || ig > std::max({iw, il, ih})) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Outcome check_on_gpu(const Case& c, Program& p) {
   std::uint64_t wrapped = 0;
   const Memory want = run_interpreter(c, p, &wrapped);
@@ -696,7 +742,11 @@ Outcome check_on_gpu(const Case& c, Program& p, const Memory& want, std::uint64_
   compare(c, want, other, &reordered);
   bool all = !on_gpu.empty();
   for (int b : on_gpu) all = all && std::find(reordered.begin(), reordered.end(), b) != reordered.end();
-  o.verdict = all ? Verdict::ordering : Verdict::failed;
+  if (all) {
+    o.verdict = Verdict::ordering;
+    return o;
+  }
+  o.verdict = between_nudged_casts(c, p, want, got) ? Verdict::casts : Verdict::failed;
   return o;
 }
 

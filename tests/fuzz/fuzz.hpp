@@ -86,6 +86,9 @@ enum class Verdict : std::uint8_t {
   ordering,  ///< they differ, and every output that differs also changes in the interpreter when its float
              ///< sums go in another order (interp::set_reordered_sums): a sum whose result depends on its
              ///< order (cancellation, a truncating cast of a sum, a tensor-core step beyond f32's range)
+  casts,     ///< they differ, and every differing element lies between the interpreter's runs with each
+             ///< float-to-integer cast's input moved by 2^-16 down and up (interp::set_cast_nudge): an
+             ///< exp, erf or division within its bound crossed an integer in a truncating cast
   failed,    ///< they differ, unexplained: a bug
 };
 /// A verdict and, when they differ, compare()'s first disagreement.
@@ -94,8 +97,9 @@ struct Outcome {
   std::string difference;
 };
 /// Runs the case in the interpreter and on the GPU (with `p`, a Program of the case) and says how they
-/// compare; a difference is tried again with precise division, and against the interpreter with its float
-/// sums reordered, before it is called a failure.
+/// compare; a difference is tried again with precise division, against the interpreter with its float
+/// sums reordered, and against the interpreter with its float-to-integer casts nudged, before it is called
+/// a failure.
 Outcome check_on_gpu(const Case& c, Program& p);
 /// The same, given the interpreter's run already made (its memory and wrapped count from run_interpreter).
 Outcome check_on_gpu(const Case& c, Program& p, const Memory& want, std::uint64_t wrapped);

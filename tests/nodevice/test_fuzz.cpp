@@ -23,6 +23,9 @@ using namespace tilefuse;
 
 namespace {
 void sum_of_four(tl::Ptr<tl::f32> x, tl::Ptr<tl::f32> out) { tl::store(out, tl::sum(tl::load(x + tl::arange<4>()))); }
+void truncate_four(tl::Ptr<tl::f32> x, tl::Ptr<tl::i64> out) {
+  tl::store(out + tl::arange<4>(), tl::cast<tl::i64>(tl::load(x + tl::arange<4>())));
+}
 }  // namespace
 
 TEST(Fuzz, GeneratorIsDeterministic) {
@@ -178,6 +181,25 @@ TEST(Fuzz, InterpreterReordersSumsOnRequest) {
   EXPECT_EQ(run(false), 2.0f);
   EXPECT_EQ(run(true), 0.0f);
   EXPECT_FALSE(interp::reordered_sums());
+}
+
+// The interpreter's nudged casts (what the fuzzer uses to tell a float within its bound that a truncating
+// cast turned into another integer): 0.99999994 truncates to 0, and to 1 when moved up by a relative 2^-16;
+// 1.0000001 to 1, and to 0 when moved down; -3.0000002 to -3, and to -2 when moved up; 2.5 stays 2.
+TEST(Fuzz, InterpreterNudgesCastsOnRequest) {
+  auto run = [](int direction) {
+    Kernel<&truncate_four> k("truncate_four");
+    std::vector<float> x = {0.99999994f, 1.0000001f, -3.0000002f, 2.5f};
+    std::vector<std::int64_t> out(4, -7);
+    interp::set_cast_nudge(direction);
+    k.launch({1, Backend::interpreter}, x, out);
+    interp::set_cast_nudge(0);
+    return out;
+  };
+  EXPECT_EQ(run(0), (std::vector<std::int64_t>{0, 1, -3, 2}));
+  EXPECT_EQ(run(1), (std::vector<std::int64_t>{1, 1, -2, 2}));
+  EXPECT_EQ(run(-1), (std::vector<std::int64_t>{0, 0, -3, 2}));
+  EXPECT_EQ(interp::cast_nudge(), 0);
 }
 
 TEST(Fuzz, ComparisonCatchesWhatItMust) {
