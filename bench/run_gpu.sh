@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything the GPU machine runs in one go: build, all test tiers, compute-sanitizer over the device tier
-# and the examples, the examples, the benchmark table,
-# (when given) an outside peers script, the row peers (bench/peers_rows.py) and the matrix peers
-# (bench/peers_matrix.py), so that every ratio comes from one run on one machine.
+# and the examples, the examples, the benchmark table, the shape sweep and the plots, (when given) an
+# outside peers script, the row peers (bench/peers_rows.py) and the matrix peers (bench/peers_matrix.py),
+# so that every ratio comes from one run on one machine; then OUT_DIR/<date>-<gpu>.md, the run's report
+# (tests, sanitizers, each kernel's table against the peers, the sweep, the plots, every row).
 #   bash bench/run_gpu.sh OUT_DIR [peers.py]
 set -uo pipefail
 out=${1:?usage: run_gpu.sh OUT_DIR [peers.py]}
@@ -56,4 +57,42 @@ PYTHONUNBUFFERED=1 OUT=$out timeout 900 python3 bench/peers_rows.py "$out/bench_
 grep -vi warn "$out/peers_rows.txt" | head -40
 PYTHONUNBUFFERED=1 OUT=$out timeout 300 python3 bench/peers_matrix.py > "$out/peers_matrix.txt" 2>&1 || echo "matrix peers failed: see peers_matrix.txt"
 grep -vi warn "$out/peers_matrix.txt" | head -40
+# Each tilefuse row beside the peers of its shape, and the speedup over the best (tilefuse_plot compare).
+./build-gpu/bench/tilefuse_plot compare "$out/bench_table.md" "$out/peers_rows.txt" "$out/peers_matrix.txt" > "$out/compare.md" || status=1
+[ -f "$out/sweep_table.md" ] && { ./build-gpu/bench/tilefuse_plot compare "$out/sweep_table.md" "$out/peers_rows.txt" > "$out/compare_sweep.md" || status=1; }
+# The run's report: OUT/<date>-<gpu>.md (for bench/results/), with the plots beside it.
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z' 'a-z' | sed 's/^nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
+report="$out/$(date -u +%F)-${gpu:-gpu}.md"
+{
+  echo "# tilefuse on $(head -2 "$out/device.txt" | tail -1), $(date -u '+%F %H:%M UTC'), tree $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo
+  echo "Every figure below comes from this one run (bench/run_gpu.sh): medians of CUDA-event-timed runs, inputs"
+  echo "rotated past the L2, the device copy of the same bytes timed in the same process; peers in the same run."
+  echo
+  echo "## Tests"
+  echo
+  grep -E "^[0-9]+% tests" "$out/ctest.log" | sed 's/^/- /'
+  [ -f "$out/sanitizers/sanitizers.md" ] && { echo; echo "compute-sanitizer over the device tier and the examples:"; echo; cat "$out/sanitizers/sanitizers.md"; }
+  echo
+  echo "## Against the peers"
+  echo
+  cat "$out/compare.md"
+  if [ -f "$out/sweep_table.md" ]; then
+    echo "## The shape sweep"
+    echo
+    grep "^sweep " "$out/sweep.log" | sed 's/^/- /'
+    echo
+    echo "![x copy over the sweep](sweep.png)"
+    echo
+    [ -f "$out/compare_sweep.md" ] && cat "$out/compare_sweep.md"
+  fi
+  echo "## Roofline"
+  echo
+  echo "![roofline](roofline.png)"
+  echo
+  echo "## Every row"
+  echo
+  cat "$out/bench_table.md"
+} > "$report"
+echo "== report: $report"
 exit $status

@@ -1,8 +1,12 @@
-// tilefuse_plot: the bench's plots as PNG, from the results tables tilefuse_bench writes (--table).
+// tilefuse_plot: the bench's plots as PNG, and its comparison with the peers as markdown, from the results
+// tables tilefuse_bench writes (--table).
 //
 //   tilefuse_plot sweep TABLE.md OUT.png
 //       the shape sweep's x-copy ratio against row width, per dtype, for softmax and LayerNorm (rows whose
 //       note starts with "sweep"), with the 0.85 and 1.0 lines
+//   tilefuse_plot compare TABLE.md PEERS.txt...
+//       markdown on standard output: per kernel, each tilefuse row of the table beside every peer the peer
+//       scripts' outputs time on its shape and dtype, the best peer and the speedup over it (tables.hpp)
 //   tilefuse_plot roofline TABLE.md OUT.png --peak-tflops T [--copy-gbps G]
 //       arithmetic intensity (FLOP per byte moved) against the achieved rate, with the copy bandwidth G
 //       (GB/s; default: the fastest copy row of the table, measured in the same run) and the tensor-core
@@ -20,37 +24,13 @@
 #include <vector>
 
 #include "bench/plot/chart.hpp"
+#include "bench/plot/tables.hpp"
 
 using namespace tilefuse::plot;
 
 namespace {
 
-struct TableRow {
-  std::string kernel, impl, shape, dtype, note;
-  double us = 0, gbps = 0, x_copy = 0;
-};
-
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(' '), b = s.find_last_not_of(' ');
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
-
 double number(const std::string& s) { return s.empty() ? 0.0 : std::strtod(s.c_str(), nullptr); }
-
-std::vector<TableRow> read_table(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("tilefuse_plot: cannot read " + path);
-  std::vector<TableRow> rows;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("| ", 0) != 0 || line.rfind("| kernel", 0) == 0) continue;
-    std::vector<std::string> cells;
-    std::stringstream ss(line.substr(1));
-    for (std::string cell; std::getline(ss, cell, '|');) cells.push_back(trim(cell));
-    if (cells.size() < 8) continue;
-    rows.push_back(TableRow{cells[0], cells[1], cells[2], cells[3], cells[7], number(cells[4]), number(cells[5]), number(cells[6])});
-  }
-  return rows;
-}
 
 int element_bytes(const std::string& dtype) { return dtype == "f32" ? 4 : 2; }
 
@@ -103,9 +83,7 @@ int roofline(const std::string& table, const std::string& out, double copy_gbps,
                                                {"attention", {214, 39, 40}}, {"matmul", {255, 127, 14}}};
   for (const TableRow& r : rows) {
     // tilefuse's own kernels, not the unfused or naive baselines the tables also time.
-    if (r.impl.rfind("tilefuse", 0) != 0 || r.impl.find("unfused") != std::string::npos || r.impl.find("naive") != std::string::npos ||
-        r.us <= 0)
-      continue;
+    if (!is_tilefuse(r)) continue;
     double flops = 0, bytes = 0;
     const double seconds = r.us * 1e-6;
     if (per_element.count(r.kernel) && r.gbps > 0) {
@@ -144,6 +122,21 @@ int roofline(const std::string& table, const std::string& out, double copy_gbps,
   return 0;
 }
 
+int compare(const std::string& table, const std::vector<std::string>& peer_files) {
+  const auto ours = read_table(table);
+  std::vector<PeerRow> peers;
+  for (const std::string& path : peer_files) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("tilefuse_plot: cannot read " + path);
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto some = parse_peers(text.str(), ours);
+    peers.insert(peers.end(), some.begin(), some.end());
+  }
+  std::fputs(compare_markdown(ours, peers).c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,8 +153,10 @@ int main(int argc, char** argv) {
       if (peak <= 0) throw std::invalid_argument("tilefuse_plot roofline: --peak-tflops T is needed (the device's tensor-core peak)");
       return roofline(a[1], a[2], copy, peak);
     }
+    if (a.size() >= 3 && a[0] == "compare") return compare(a[1], std::vector<std::string>(a.begin() + 2, a.end()));
     std::fprintf(stderr, "usage: tilefuse_plot sweep TABLE.md OUT.png\n"
-                         "       tilefuse_plot roofline TABLE.md OUT.png --peak-tflops T [--copy-gbps G]\n");
+                         "       tilefuse_plot roofline TABLE.md OUT.png --peak-tflops T [--copy-gbps G]\n"
+                         "       tilefuse_plot compare TABLE.md PEERS.txt...\n");
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());

@@ -1,6 +1,7 @@
 // The bench's PNG plots (bench/plot): the CRC-32 check value, a canvas encoded as PNG and read back (the
 // signature, the header, every chunk's CRC, the deflate stream and the Adler-32) pixel for pixel,
-// and a chart drawing its points and reference lines where its axes put them.
+// and a chart drawing its points and reference lines where its axes put them; and the comparison of a
+// results table with the peer scripts' lines (bench/plot/tables).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 
 #include "bench/plot/chart.hpp"
 #include "bench/plot/png.hpp"
+#include "bench/plot/tables.hpp"
 
 using namespace tilefuse::plot;
 
@@ -158,4 +160,54 @@ TEST(Plot, ChartPutsPointsWhereItsAxesSay) {
   EXPECT_EQ(tick_label(2097152, 2), "2M");
   EXPECT_EQ(tick_label(1e12, 10), "1T");
   EXPECT_EQ(tick_label(0.85, 0), "0.85");
+}
+
+TEST(Plot, ComparisonPutsEachPeerBesideTheRowOfItsShape) {
+  const std::string table =
+      "| kernel | impl | shape | dtype | time (us) | GB/s | x copy | note |\n"
+      "|---|---|---|---|---:|---:|---:|---|\n"
+      "| copy | device copy, same bytes | 4096x4096 | f32 | 35.00 | 3800 | 1.00 |  |\n"
+      "| softmax | tilefuse fused | 4096x4096 | f32 | 36.00 | 3700 | 0.97 | rel err 1e-7 |\n"
+      "| softmax | tilefuse unfused (5 kernels) | 4096x4096 | f32 | 150.00 | 3600 | 0.23 |  |\n"
+      "| softmax | tilefuse looped | 4096x4096 | f32 | 50.00 | 2700 | 0.70 |  |\n"
+      "| softmax | tilefuse fused | 1000x77 | bf16 | 10.00 | 30 | 0.40 |  |\n"
+      "| attention | tilefuse fused (online softmax) | B4 H32 N4096 D128 | bf16 | 3000.00 |  |  | 363 TFLOP/s |\n"
+      "| attention | tilefuse fused (online softmax) | B4 H32 N4096 D128 causal | bf16 | 1700.00 |  |  | 317 TFLOP/s |\n";
+  const auto ours = parse_table(table);
+  ASSERT_EQ(ours.size(), 7u);
+  EXPECT_FALSE(is_tilefuse(ours[0]));
+  EXPECT_TRUE(is_tilefuse(ours[1]));
+  EXPECT_FALSE(is_tilefuse(ours[2]));
+  const std::string lines =
+      "device NVIDIA H200 torch 2.11\n"
+      "softmax    torch                        4096x4096      f32        58.70 us  x copy  0.62\n"
+      "softmax    Triton one program per row   4096x4096      f32        35.50 us  x copy  1.02\n"
+      "softmax    torch                        4096x4096      f16        20.00 us  x copy  0.62\n"
+      "softmax    Triton one program per row   1000x77 bf16: failed: OutOfResources\n"
+      "softmax    torch                        1000x77        bf16       12.50 us  x copy  0.30\n"
+      "layernorm  torch                        4096x4096      f32        40.00 us  x copy  0.90\n"
+      "attention  sdpa flash                           B4 H32 N4096 D128 bfloat16       3168.5 us    347.0 TFLOP/s\n"
+      "attention  triton fused (best of 5: (128, 64, 8, 3)) B4 H32 N4096 D128 bfloat16       2407.4 us    456.7 TFLOP/s\n"
+      "attention  sdpa flash                           B4 H32 N4096 D128 causal bfloat16     1705.0 us    322.4 TFLOP/s\n"
+      "attention  triton fused (best of 5: (128, 32, 4, 4)) B4 H32 N4096 D128 causal bfloat16     1671.4 us    328.9 TFLOP/s\n";
+  const auto peers = parse_peers(lines, ours);
+  // Not the f16 line (no such row of ours), the failure, LayerNorm (not in the table), nor the device line.
+  ASSERT_EQ(peers.size(), 7u);
+  EXPECT_EQ(peers[0].impl, "torch");
+  EXPECT_EQ(peers[1].impl, "Triton one program per row");
+  EXPECT_EQ(peers[2].shape, "1000x77");
+  EXPECT_EQ(peers[3].shape, "B4 H32 N4096 D128");  // not the causal row: its shape is followed by "causal"
+  EXPECT_EQ(peers[4].impl, "triton fused");       // the configuration it picked is not part of its name
+  EXPECT_EQ(peers[5].shape, "B4 H32 N4096 D128 causal");
+  EXPECT_DOUBLE_EQ(peers[6].us, 1671.4);
+  const std::string md = compare_markdown(ours, peers);
+  EXPECT_NE(md.find("| 4096x4096 | f32 | tilefuse fused | 36.00 | 0.97 | 58.70 | 35.50 | Triton one program per row | 0.99x |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 4096x4096 | f32 | tilefuse looped | 50.00 | 0.70 | 58.70 | 35.50 | Triton one program per row | 0.71x |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1000x77 | bf16 | tilefuse fused | 10.00 | 0.40 | 12.50 | - | torch | 1.25x |"), std::string::npos) << md;
+  EXPECT_NE(md.find("ahead on 1 of 2 shapes with peers"), std::string::npos) << md;  // softmax: 1000x77 only
+  EXPECT_NE(md.find("| B4 H32 N4096 D128 causal | bf16 | tilefuse fused (online softmax) | 1700.00 |  | 1705.00 | 1671.40 | triton fused | 0.98x |"),
+            std::string::npos) << md;
+  EXPECT_NE(md.find("ahead on 0 of 2 shapes with peers"), std::string::npos) << md;  // attention
+  EXPECT_EQ(md.find("unfused"), std::string::npos);
+  EXPECT_EQ(md.find("### copy"), std::string::npos);
 }
