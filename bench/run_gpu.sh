@@ -61,7 +61,7 @@ grep -vi warn "$out/peers_matrix.txt" | head -40
 ./build-gpu/bench/tilefuse_plot compare "$out/bench_table.md" "$out/peers_rows.txt" "$out/peers_matrix.txt" > "$out/compare.md" || status=1
 [ -f "$out/sweep_table.md" ] && { ./build-gpu/bench/tilefuse_plot compare "$out/sweep_table.md" "$out/peers_rows.txt" > "$out/compare_sweep.md" || status=1; }
 # The run's report: OUT/<date>-<gpu>.md (for bench/results/), with the plots beside it.
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z' 'a-z' | sed 's/^nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
+gpu=$(sed -n 2p "$out/device.txt" | cut -d, -f1 | tr 'A-Z' 'a-z' | sed 's/^nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
 report="$out/$(date -u +%F)-${gpu:-gpu}.md"
 {
   echo "# tilefuse on $(head -2 "$out/device.txt" | tail -1), $(date -u '+%F %H:%M UTC'), tree $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"

@@ -30,8 +30,6 @@ using namespace tilefuse::plot;
 
 namespace {
 
-double number(const std::string& s) { return s.empty() ? 0.0 : std::strtod(s.c_str(), nullptr); }
-
 int element_bytes(const std::string& dtype) { return dtype == "f32" ? 4 : 2; }
 
 const std::map<std::string, Color>& dtype_colors() {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -17,8 +18,6 @@ std::string trim(const std::string& s) {
   const auto a = s.find_first_not_of(' '), b = s.find_last_not_of(' ');
   return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
-
-double number(const std::string& s) { return s.empty() ? 0.0 : std::strtod(s.c_str(), nullptr); }
 
 // `line` with every run of blanks made one space, and no blanks at either end.
 std::string squeezed(const std::string& line) {
@@ -46,7 +45,32 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+// The peer `line` (squeezed, with a trailing space; its kernel ends at `first`) as a time of `r`'s shape and
+// dtype: the peer's name between the kernel and the shape, the time right after the dtype, followed by "us".
+std::optional<PeerRow> peer_of(const std::string& line, std::size_t first, const TableRow& r) {
+  for (const std::string& d : spellings(r.dtype)) {
+    const std::string key = " " + r.shape + " " + d + " ";
+    const auto at = line.find(key, first);
+    if (at == std::string::npos) continue;
+    std::istringstream rest(line.substr(at + key.size()));
+    std::string value, unit;
+    rest >> value >> unit;
+    char* end = nullptr;
+    const double us = std::strtod(value.c_str(), &end);
+    if (unit != "us" || end == value.c_str() || us <= 0) continue;
+    std::string impl = at > first ? trim(line.substr(first + 1, at - first - 1)) : "";
+    // A peer that reports the configuration it picked ("triton fused (best of 5: (128, 64, 8, 3))") is
+    // one peer whatever it picked.
+    if (const auto best_of = impl.find(" (best of"); best_of != std::string::npos) impl.erase(best_of);
+    if (impl.empty()) continue;
+    return PeerRow{r.kernel, impl, r.shape, r.dtype, us};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+double number(const std::string& cell) { return cell.empty() ? 0.0 : std::strtod(cell.c_str(), nullptr); }
 
 std::vector<TableRow> parse_table(const std::string& text) {
   std::vector<TableRow> rows;
@@ -83,27 +107,10 @@ std::vector<PeerRow> parse_peers(const std::string& text, const std::vector<Tabl
     const auto first = line.find(' ');
     if (first == std::string::npos) continue;
     const std::string kernel = line.substr(0, first);
-    bool found = false;
     for (const TableRow& r : ours) {
-      if (found || r.kernel != kernel || !is_tilefuse(r)) continue;
-      for (const std::string& d : spellings(r.dtype)) {
-        const std::string key = " " + r.shape + " " + d + " ";
-        const auto at = line.find(key, first);
-        if (at == std::string::npos) continue;
-        // The time: the number right after the dtype, followed by "us".
-        std::istringstream rest(line.substr(at + key.size()));
-        std::string value, unit;
-        rest >> value >> unit;
-        char* end = nullptr;
-        const double us = std::strtod(value.c_str(), &end);
-        if (unit != "us" || end == value.c_str() || us <= 0) continue;
-        std::string impl = at > first ? trim(line.substr(first + 1, at - first - 1)) : "";
-        // A peer that reports the configuration it picked ("triton fused (best of 5: (128, 64, 8, 3))") is
-        // one peer whatever it picked.
-        if (const auto best_of = impl.find(" (best of"); best_of != std::string::npos) impl.erase(best_of);
-        if (impl.empty()) continue;
-        peers.push_back(PeerRow{kernel, impl, r.shape, r.dtype, us});
-        found = true;
+      if (r.kernel != kernel || !is_tilefuse(r)) continue;
+      if (auto peer = peer_of(line, first, r)) {
+        peers.push_back(*peer);
         break;
       }
     }

@@ -14,6 +14,9 @@ struct TableRow {
   double us = 0, gbps = 0, x_copy = 0;
 };
 
+/// A table cell's number (0 when empty).
+double number(const std::string& cell);
+
 /// The rows of a results table's text (lines that are not table rows, and the header, are skipped).
 std::vector<TableRow> parse_table(const std::string& text);
 /// The rows of the results table at `path`; throws naming the path when it cannot be read.

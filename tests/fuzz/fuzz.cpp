@@ -612,6 +612,11 @@ Memory run_gpu(const Case& c, Program& p) {
   return m;
 }
 
+namespace {
+// The relative bound within which compare() takes floats of dtype `d` to agree.
+double relative_bound(DType d) { return d == DType::f32 ? 1.0 / 1024 : 1.0 / 64; }
+}  // namespace
+
 std::string compare(const Case& c, const Memory& want, const Memory& got, std::vector<int>* differing) {
   std::string first;
   for (std::size_t b = 0; b < c.buffers.size(); ++b) {
@@ -626,7 +631,7 @@ std::string compare(const Case& c, const Memory& want, const Memory& got, std::v
         const double w = element_of(buf.dtype, want[b].data() + (buf.shift + j) * bytes, &unused);
         if (std::isfinite(w)) scale = std::max(scale, std::abs(w));
       }
-    const double rtol = buf.dtype == DType::f32 ? 1.0 / 1024 : 1.0 / 64;
+    const double rtol = relative_bound(buf.dtype);
     for (std::size_t j = 0; j < buf.bytes.size() / bytes; ++j) {
       const std::uint8_t* pw = want[b].data() + j * bytes;
       const std::uint8_t* pg = got[b].data() + j * bytes;
@@ -662,15 +667,17 @@ std::string compare(const Case& c, const Memory& want, const Memory& got, std::v
 
 namespace {
 
-// The interpreter's run with every float-to-integer cast nudged by `direction` (interp::set_cast_nudge).
-Memory run_nudged(const Case& c, Program& p, int direction) {
-  interp::set_cast_nudge(direction);
+// The interpreter's run of the case with one of its test hooks (interp::set_reordered_sums,
+// interp::set_cast_nudge) set to `on` for the run and back to `off` after it, also when the run throws.
+template <class Value>
+Memory run_interpreter_with(const Case& c, Program& p, void (*set)(Value), Value on, Value off) {
+  set(on);
   try {
     Memory m = run_interpreter(c, p);
-    interp::set_cast_nudge(0);
+    set(off);
     return m;
   } catch (...) {
-    interp::set_cast_nudge(0);
+    set(off);
     throw;
   }
 }
@@ -678,12 +685,12 @@ Memory run_nudged(const Case& c, Program& p, int direction) {
 // Whether every output element where `got` differs from `want` lies between the interpreter's runs with
 // float-to-integer casts nudged down and up (floats: or within compare()'s relative bound of `want`).
 bool between_nudged_casts(const Case& c, Program& p, const Memory& want, const Memory& got) {
-  const Memory lo = run_nudged(c, p, -1), hi = run_nudged(c, p, 1);
+  const Memory lo = run_interpreter_with(c, p, interp::set_cast_nudge, -1, 0), hi = run_interpreter_with(c, p, interp::set_cast_nudge, 1, 0);
   for (std::size_t b = 0; b < c.buffers.size(); ++b) {
     const Buffer& buf = c.buffers[b];
     if (!buf.output) continue;
     const int bytes = ir::dtype_bytes(buf.dtype);
-    const double rtol = buf.dtype == DType::f32 ? 1.0 / 1024 : 1.0 / 64;
+    const double rtol = relative_bound(buf.dtype);
     for (std::size_t j = 0; j < buf.bytes.size() / bytes; ++j) {
       const std::size_t at = j * bytes;
       if (std::memcmp(want[b].data() + at, got[b].data() + at, bytes) == 0) continue;
@@ -730,16 +737,7 @@ Outcome check_on_gpu(const Case& c, Program& p, const Memory& want, std::uint64_
   }
   std::vector<int> on_gpu, reordered;
   compare(c, want, got, &on_gpu);
-  interp::set_reordered_sums(true);
-  Memory other;
-  try {
-    other = run_interpreter(c, p);
-  } catch (...) {
-    interp::set_reordered_sums(false);
-    throw;
-  }
-  interp::set_reordered_sums(false);
-  compare(c, want, other, &reordered);
+  compare(c, want, run_interpreter_with(c, p, interp::set_reordered_sums, true, false), &reordered);
   bool all = !on_gpu.empty();
   for (int b : on_gpu) all = all && std::find(reordered.begin(), reordered.end(), b) != reordered.end();
   if (all) {
