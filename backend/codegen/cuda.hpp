@@ -45,6 +45,8 @@ struct AccessSite {
 struct Generated {
   std::string source;
   std::int64_t shared_bytes = 0;
+  /// Some dot runs on warpgroup MMA (wgmma): the kernel must be compiled for sm_90a, not sm_90.
+  bool warpgroup_mma = false;
   /// With bounds checks: the checked accesses by site number, each "load|store|copy <IR> [file:line]"
   /// followed by whether it is masked, for the runtime's error message.
   std::vector<AccessSite> access_sites;

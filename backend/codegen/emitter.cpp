@@ -185,6 +185,7 @@ Generated generate(const ir::Function& fn, const passes::Analysis& analysis, con
     g.source = e.run();
     g.shared_bytes = e.shared_bytes();
     g.access_sites = e.bounds_.sites();
+    g.warpgroup_mma = e.uses_warpgroup_mma();
   } else {
     Emitter e(fn, analysis, options);
     g.source = e.run();

@@ -14,6 +14,8 @@ extern const char* const cluster;
 extern const char* const copy;
 /// Kernels with dot: ldmatrix, mma.sync and 16-byte asynchronous copies in commit groups.
 extern const char* const mma;
+/// Kernels whose dots run on sm_90's warpgroup MMA: descriptors, fences, commit and wait.
+extern const char* const wgmma;
 /// Kernels compiled with bounds checks (TILEFUSE_DEBUG_BOUNDS=1): the check and its fault record.
 extern const char* const bounds;
 

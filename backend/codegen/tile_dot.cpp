@@ -2,7 +2,11 @@
 // block of the result), operands read from swizzled shared-memory buffers with ldmatrix (transposed when
 // the operand's contraction dimension is not the buffer's contiguous one). An A operand that is itself a
 // tensor-core result of the same warps (attention's probabilities) goes from registers to fragments
-// directly, as FlashAttention-2 does, with no trip through shared memory.
+// directly, as FlashAttention-2 does, with no trip through shared memory. On sm_90 (Analysis::warpgroup_mma)
+// a dot whose result has the warpgroup grid runs on wgmma instead: each group of four warps issues
+// m64 x n x k16 products that read both operands straight from the same swizzled buffers (or A from
+// registers), asynchronously, and waits for them once per dot.
+#include <algorithm>
 #include <stdexcept>
 
 #include "backend/codegen/text.hpp"
@@ -22,7 +26,7 @@ TileEmitter::View TileEmitter::operand_view(ir::ValueId id) {
   Buffer b;
   b.rows = static_cast<int>(t.dims[0]);
   b.cols = static_cast<int>(t.dims[1]);
-  b.offset = allocate(std::int64_t{b.rows} * b.cols * 2);
+  b.offset = allocate_operand(std::int64_t{b.rows} * b.cols * 2);
   b.group = -2;
   const int k = static_cast<int>(buffers_.size());
   buffers_.push_back(b);
@@ -40,6 +44,7 @@ TileEmitter::View TileEmitter::operand_view(ir::ValueId id) {
 }
 
 void TileEmitter::dot(const ir::Instr& in) {
+  if (warpgroup_dot(in)) return;
   const ir::ValueType& t = fn_.values[in.result];
   const TileLayout2& L = a_.home[in.result].layout;
   const ir::ValueId a = in.args[0], b = in.args[1];
@@ -106,6 +111,111 @@ void TileEmitter::dot(const ir::Instr& in) {
   }
   os_ << "    }\n  }\n";
   reads_pending_ = true;
+}
+
+namespace {
+std::string n_operands(int first, int count) {
+  std::string s;
+  for (int i = 0; i < count; ++i) s += (i ? ", %" : "%") + std::to_string(first + i);
+  return s;
+}
+}  // namespace
+
+std::string TileEmitter::wgmma_helper(int n, ir::DType dt, bool a_regs, bool trans_a, bool trans_b) {
+  const std::string ty = dt == ir::DType::bf16 ? "bf16" : "f16";
+  const std::string name = "tf_wgmma_m64n" + std::to_string(n) + "k16_" + ty + (a_regs ? "_rs" : trans_a ? "_ss_m" : "_ss_k") + (trans_b ? "n" : "k");
+  if (wgmma_helpers_.count(name)) return name;
+  const int outs = n / 2;  // f32 accumulators per thread
+  std::ostringstream h;
+  h << "// D (f32, " << outs << " per thread) += A B for one m64 x n" << n << " x k16 step of a warpgroup: A " << (a_regs ? "from registers" : trans_a ? "M-major in shared memory" : "K-major in shared memory")
+    << ", B " << (trans_b ? "N-major" : "K-major") << " in shared memory (" << ty << ").\n";
+  h << "__device__ __forceinline__ void " << name << "(float* d, " << (a_regs ? "const unsigned (&a)[4]" : "unsigned long long a") << ", unsigned long long b) {\n";
+  const int a_ops = a_regs ? 4 : 1;
+  const int scale = outs + a_ops + 1;
+  h << "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" << scale << ", 0;\\n\"\n";
+  h << "               \"wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << ty << "." << ty << " {" << n_operands(0, outs) << "}, "
+    << (a_regs ? "{" + n_operands(outs, 4) + "}" : "%" + std::to_string(outs)) << ", %" << outs + a_ops << ", p, 1, 1, "
+    << (a_regs ? "" : trans_a ? "1, " : "0, ") << (trans_b ? 1 : 0) << ";\\n}\\n\"\n               : ";
+  for (int i = 0; i < outs; ++i) h << (i ? ", " : "") << (i && i % 8 == 0 ? "\n                 " : "") << "\"+f\"(d[" << i << "])";
+  h << "\n               : " << (a_regs ? "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3])" : "\"l\"(a)") << ", \"l\"(b), \"r\"(1) : \"memory\");\n}\n";
+  wgmma_helpers_[name] = h.str();
+  return name;
+}
+
+bool TileEmitter::warpgroup_dot(const ir::Instr& in) {
+  if (!uses_warpgroup_mma()) return false;
+  const ir::ValueType& t = fn_.values[in.result];
+  const TileLayout2& L = a_.home[in.result].layout;
+  const ir::ValueId a = in.args[0], b = in.args[1];
+  const ir::DType dt = fn_.values[a].dtype;
+  const int M = static_cast<int>(t.dims[0]), N = static_cast<int>(t.dims[1]), K = static_cast<int>(fn_.values[a].dims[1]);
+  const int wm = L.warps_m, wn = L.warps_n, WN = N / wn;
+  if (!L.mma || M / wm != 16 || wm % 4 != 0 || WN % 8 != 0 || WN > 256) return false;
+  const passes::TileHome& ha = a_.home[a];
+  const bool a_regs = ha.where == Where::registers && ha.layout.mma && ha.layout.warps_n == 1 && ha.layout.warps_m == wm;
+  // The buffer an operand is in, or would be written to (a register operand: untransposed, its own shape).
+  auto peek = [&](ir::ValueId id) {
+    if (auto it = views_.find(id); it != views_.end()) return std::pair{buffers_[it->second.buffer].cols, it->second.transposed};
+    return std::pair{static_cast<int>(fn_.values[id].dims[1]), false};
+  };
+  // wgmma reads rows of 32, 64 or 128 bytes; an M- or N-major operand's part for one warpgroup starts on a column block.
+  const auto [cols_b, tb] = peek(b);
+  if (cols_b < 16 || (!tb && WN % std::min(cols_b, 64) != 0)) return false;
+  if (!a_regs && peek(a).first < 16) return false;
+
+  const View vb = operand_view(b);
+  View va;
+  if (!a_regs) va = operand_view(a);
+  if (!a_regs && buffers_[va.buffer].group > buffers_[vb.buffer].group) wait_for(va.buffer);
+  wait_for(vb.buffer);
+  if (!a_regs) wait_for(va.buffer);
+  const std::string r = v(in.result);
+  const std::string acc = in.args.size() > 2 ? get(in.args[2], L) + "[e]" : std::string("0.0f");
+  os_ << "  float " << r << "[" << L.per_thread() << "];\n";
+  os_ << "#pragma unroll\n  for (int e = 0; e < " << L.per_thread() << "; ++e) " << r << "[e] = " << acc << ";\n";
+  int log_wm = 0;
+  while ((1 << log_wm) < wm) ++log_wm;
+  os_ << "  {  // on warpgroup MMA: warps 4g .. 4g + 3 compute rows tf_m0 .. tf_m0 + 63 and columns tf_n0 .. tf_n0 + " << WN - 1 << "\n";
+  os_ << "    const int tf_m0 = ((warp & " << wm - 1 << ") >> 2) * 64, tf_n0 = (warp >> " << log_wm << ") * " << WN << ";\n";
+  // The descriptor of an operand's 16-deep slice kt: rows of R bytes in 8-row groups of 8R (the stride
+  // byte offset), column blocks rows x R apart (the leading byte offset of an M/N-major operand).
+  auto descriptor = [&](const View& view, bool k_major, const std::string& mn0) {
+    const Buffer& B = buffers_[view.buffer];
+    const int R = std::min(B.cols, 64) * 2;
+    const std::int64_t block = std::int64_t{B.rows} * R;
+    const int swizzle = R == 128 ? 1 : R == 64 ? 2 : 3;
+    std::string addr = "tf_sbase + " + std::to_string(B.offset) + (B.phase.empty() ? "" : " + " + B.phase + " * " + std::to_string(B.bytes()));
+    if (k_major)
+      addr += " + (kt * 32 / " + std::to_string(R) + ") * " + std::to_string(block) + " + (" + mn0 + ") * " + std::to_string(R) + " + kt * 32 % " + std::to_string(R);
+    else
+      addr += " + (" + mn0 + ") / " + std::to_string(R / 2) + " * " + std::to_string(block) + " + kt * " + std::to_string(16 * R);
+    return "tf_wgmma_desc(" + addr + ", " + std::to_string(k_major ? 16 : block) + ", " + std::to_string(8 * R) + ", " + std::to_string(swizzle) + ")";
+  };
+  const bool b_k_major = vb.transposed;  // b = trans(buffer [n x k]): k contiguous
+  const bool a_k_major = a_regs || !va.transposed;
+  const std::string helper = wgmma_helper(WN, dt, a_regs, !a_k_major, !b_k_major);
+  if (a_regs) {
+    // Fragment q of a 16x16 A block is the accumulator pair (h = q & 1) of its 8-column tile 2 kt + (q >> 1),
+    // exactly as for mma.sync: a warp's 16 rows of a wgmma's A are its rows of the result that made them.
+    const std::string ra = packed_by_dot(a) ? v(defs_[a]->args[0]) : v(a);
+    const std::string pack = dt == ir::DType::bf16 ? "tf_pack_bf16x2" : "tf_pack_f16x2";
+    os_ << "    unsigned tf_a[" << K / 16 << "][4];\n";
+    os_ << "#pragma unroll\n    for (int kt = 0; kt < " << K / 16 << "; ++kt) {\n";
+    for (int q = 0; q < 4; ++q) {
+      const std::string e = "((2 * kt + " + std::to_string(q >> 1) + ") * 2 + " + std::to_string(q & 1) + ") * 2";
+      os_ << "      tf_a[kt][" << q << "] = " << pack << "(" << ra << "[" << e << "], " << ra << "[" << e << " + 1]);\n";
+    }
+    os_ << "    }\n";
+  }
+  os_ << "#pragma unroll\n    for (int e = 0; e < " << L.per_thread() << "; ++e) tf_wgmma_fence_operand(" << r << "[e]);\n";
+  os_ << "    tf_wgmma_fence();\n";
+  os_ << "#pragma unroll\n    for (int kt = 0; kt < " << K / 16 << "; ++kt)\n";
+  os_ << "      " << helper << "(" << r << ", " << (a_regs ? "tf_a[kt]" : descriptor(va, a_k_major, "tf_m0")) << ",\n        "
+      << descriptor(vb, b_k_major, "tf_n0") << ");\n";
+  os_ << "    tf_wgmma_commit();\n    tf_wgmma_wait();\n";
+  os_ << "#pragma unroll\n    for (int e = 0; e < " << L.per_thread() << "; ++e) tf_wgmma_fence_operand(" << r << "[e]);\n  }\n";
+  reads_pending_ = true;
+  return true;
 }
 
 }  // namespace tilefuse::codegen

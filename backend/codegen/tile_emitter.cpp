@@ -23,6 +23,11 @@ TileEmitter::TileEmitter(const ir::Function& fn, const passes::Analysis& analysi
   defs_.assign(fn.values.size(), nullptr);
   users_.resize(fn.values.size());
   ir::walk(fn.body, [&](const ir::Instr& in) {
+    // Some dot's result has the warpgroup grid (tile_homes): the kernel may issue wgmma.
+    if (in.op == Op::dot && analysis.warpgroup_mma) {
+      const TileLayout2& l = analysis.home[in.result].layout;
+      wgmma_ = wgmma_ || (l.mma && l.dims[0] / l.warps_m == 16 && l.warps_m % 4 == 0);
+    }
     if (in.result >= 0) defs_[in.result] = &in;
     for (ir::ValueId x : in.args) users_[x].push_back(&in);
     for (ir::ValueId y : in.yields) users_[y].push_back(&in);
@@ -54,11 +59,17 @@ std::string TileEmitter::run() {
   out << prelude::core << "\n";
   if (any_of_ops(fn_.body, [](Op op) { return op == Op::rand; })) out << prelude::rand << "\n";
   out << prelude::mma << "\n";
+  if (uses_warpgroup_mma()) {
+    out << prelude::wgmma << "\n";
+    for (const auto& [name, text] : wgmma_helpers_) out << text;
+    out << "\n";
+  }
   if (bounds_.on()) out << prelude::bounds << "\n" << bounds_.declarations();
   out << signature_text(fn_, a_, opt_);
   out << "  const int tid = threadIdx.x;\n  const int lane = tid & 31;\n  const int warp = tid >> 5;\n";
   if (shared_bytes() > 0) {
-    out << "  extern __shared__ __align__(16) unsigned char tf_shared[];\n";
+    // wgmma's swizzled layouts repeat every 1024 bytes: operand buffers start on such a boundary.
+    out << "  extern __shared__ __align__(" << (uses_warpgroup_mma() ? 1024 : 16) << ") unsigned char tf_shared[];\n";
     out << "  const unsigned tf_sbase = tf_smem(tf_shared);\n";
     if (scratch_bytes_ > 0) out << "  float* const tf_scratch = reinterpret_cast<float*>(tf_shared + " << shared_high_ << ");\n";
   }
@@ -155,9 +166,9 @@ void TileEmitter::check_registers() const {
                                 "spilling; use smaller blocks (tile sizes) or more warps (num_warps)");
 }
 
-std::int64_t TileEmitter::allocate(std::int64_t bytes) {
-  const std::int64_t at = shared_top_;
-  shared_top_ += (bytes + 15) / 16 * 16;
+std::int64_t TileEmitter::allocate(std::int64_t bytes, std::int64_t align) {
+  const std::int64_t at = (shared_top_ + align - 1) / align * align;
+  shared_top_ = at + (bytes + 15) / 16 * 16;
   shared_high_ = std::max(shared_high_, shared_top_);
   return at;
 }
@@ -359,7 +370,7 @@ void TileEmitter::loop(const ir::Instr& in) {
       Buffer b;
       b.rows = static_cast<int>(fn_.values[l->result].dims[0]);
       b.cols = static_cast<int>(fn_.values[l->result].dims[1]);
-      b.offset = allocate(b.bytes() * S);
+      b.offset = allocate_operand(b.bytes() * S);
       b.phase = phase;
       piped_[l] = static_cast<int>(buffers_.size());
       buffers_.push_back(b);

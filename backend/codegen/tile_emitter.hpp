@@ -24,6 +24,9 @@ class TileEmitter {
   std::string run();
   /// Bytes of dynamic shared memory one program needs.
   std::int64_t shared_bytes() const { return shared_high_ + scratch_bytes_; }
+  /// Whether the kernel's dots may run on warpgroup MMA (the analysis allows it and there is a dot): it
+  /// then carries the wgmma helpers and fences, and must be compiled for sm_90a.
+  bool uses_warpgroup_mma() const { return wgmma_; }
 
  private:
   // ---- core (tile_emitter.cpp) ----
@@ -56,8 +59,11 @@ class TileEmitter {
     name += std::to_string(next_name_++);
     return name;
   }
-  /// Bytes of shared memory at a new 16-byte-aligned offset, for the kernel's lifetime.
-  std::int64_t allocate(std::int64_t bytes);
+  /// Bytes of shared memory at a new offset, for the kernel's lifetime: 16-byte aligned, or 1024 for
+  /// dot operands when dots may run on warpgroup MMA (its swizzled layouts repeat every 1024 bytes).
+  std::int64_t allocate(std::int64_t bytes, std::int64_t align = 16);
+  /// allocate() for a dot operand's buffer.
+  std::int64_t allocate_operand(std::int64_t bytes) { return allocate(bytes, wgmma_ ? 1024 : 16); }
   /// The scratch area (reused by every conversion and reduction) grown to at least `bytes`.
   void need_scratch(std::int64_t bytes) { scratch_bytes_ = std::max(scratch_bytes_, (bytes + 15) / 16 * 16); }
   void barrier() { os_ << "  __syncthreads();\n"; }
@@ -91,9 +97,16 @@ class TileEmitter {
 
   // ---- tile_dot.cpp ----
   void dot(const ir::Instr& in);
+  /// dot on warpgroup MMA when the result's warp grid and the operands' buffers allow it (false: emitted nothing).
+  bool warpgroup_dot(const ir::Instr& in);
+  /// The generated function that issues one wgmma of shape m64 x n x k16 (A from shared memory, or from
+  /// registers when a_regs; trans_a / trans_b: the operand is M- / N-major), defined once per kernel.
+  std::string wgmma_helper(int n, ir::DType dt, bool a_regs, bool trans_a, bool trans_b);
 
   /// A tile in shared memory as a dot operand: `rows` x `cols` 16-bit elements, row-major with 16-byte
-  /// chunks swizzled so that ldmatrix reads are free of bank conflicts.
+  /// chunks swizzled within each 8-row group so that ldmatrix reads are free of bank conflicts. In
+  /// kernels with warpgroup MMA, rows wider than 64 elements are split into column blocks of 64 (each
+  /// row-major): the canonical 128-byte swizzled layout wgmma reads (swizzled()).
   struct Buffer {
     std::int64_t offset = 0;
     int rows = 0, cols = 0;
@@ -106,7 +119,8 @@ class TileEmitter {
     int buffer = -1;
     bool transposed = false;
   };
-  /// The byte offset expression of (row, col) in a buffer (col a multiple of 8).
+  /// The byte offset expression of (row, 16-byte chunk) in a buffer: chunk c of row r lies in column
+  /// block c / (R / 16), R = the block's row bytes, at chunk (c % (R / 16)) ^ (the swizzle of r).
   std::string swizzled(const Buffer& b, const std::string& row, const std::string& chunk, const std::string& phase) const;
   std::string swizzled(const Buffer& b, const std::string& row, const std::string& chunk) const { return swizzled(b, row, chunk, b.phase); }
   /// Loads of a loop's body that are copied ahead (they feed only dots and depend on nothing but the
@@ -144,6 +158,8 @@ class TileEmitter {
   std::int64_t scratch_bytes_ = 0;
   int next_name_ = 0;
   int loop_depth_ = 0;
+  bool wgmma_ = false;                          // uses_warpgroup_mma()
+  std::map<std::string, std::string> wgmma_helpers_;  // name -> definition, of the wgmma shapes the kernel issues
 
  public:
   BoundsChecks bounds_;  // debug bounds checks (off unless Options::bounds_checks); its sites go to Generated

@@ -117,13 +117,17 @@ void TileEmitter::store(const ir::Instr& in) {
 }
 
 std::string TileEmitter::swizzled(const Buffer& b, const std::string& row, const std::string& chunk, const std::string& phase_var) const {
-  const int cpr = b.cols / 8;  // 16-byte chunks per row
+  const int cpr = std::min(b.cols / 8, 8);  // 16-byte chunks per row of a column block
   std::string phase = "0";
-  if (cpr >= 8) phase = "((" + row + ") & 7)";
+  if (cpr == 8) phase = "((" + row + ") & 7)";
   else if (cpr == 4) phase = "(((" + row + ") >> 1) & 3)";
   else if (cpr == 2) phase = "(((" + row + ") >> 2) & 1)";
   const std::string base = phase_var.empty() ? std::to_string(b.offset) : std::to_string(b.offset) + " + " + phase_var + " * " + std::to_string(b.bytes());
-  return base + " + (" + row + ") * " + std::to_string(b.cols * 2) + " + (((" + chunk + ") ^ " + phase + ") << 4)";
+  if (b.cols <= 64 || !uses_warpgroup_mma()) return base + " + (" + row + ") * " + std::to_string(b.cols * 2) + " + (((" + chunk + ") ^ " + phase + ") << 4)";
+  // Wider rows, in kernels with warpgroup MMA: column blocks of 64 elements, each rows x 128 bytes (the
+  // mma.sync path keeps whole rows, whose address arithmetic costs fewer registers).
+  return base + " + ((" + chunk + ") >> 3) * " + std::to_string(std::int64_t{b.rows} * 128) + " + (" + row + ") * 128 + ((((" + chunk +
+         ") & 7) ^ " + phase + ") << 4)";
 }
 
 // A load whose only uses are dot operands: each thread copies its 16-byte runs into the buffer with
@@ -139,7 +143,7 @@ void TileEmitter::shared_load(const ir::Instr& in) {
   Buffer b;
   b.rows = static_cast<int>(t.dims[0]);
   b.cols = static_cast<int>(t.dims[1]);
-  b.offset = allocate(b.bytes());
+  b.offset = allocate_operand(b.bytes());
   const int id = static_cast<int>(buffers_.size());
   buffers_.push_back(b);
   views_[in.result] = View{id, false};
@@ -198,6 +202,8 @@ void TileEmitter::wait_for(int buffer) {
       if (o.group >= 0 && o.group <= b.group) o.group = -1;
   }
   b.group = -1;
+  // wgmma reads shared memory through the async proxy: this thread's writes must be made visible to it.
+  if (uses_warpgroup_mma()) os_ << "  tf_fence_async_shared();\n";
   barrier();
   for (Buffer& o : buffers_)
     if (o.group == -2) o.group = -1;  // written by plain stores: published by this barrier

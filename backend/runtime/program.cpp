@@ -105,16 +105,26 @@ Specialization Program::default_specialization() const {
   return Specialization{std::vector<int>(fn_.params.size(), 16)};
 }
 
-codegen::Generated Program::generate(const Specialization& spec) const {
-  const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility);
+namespace {
+// The architecture a generated kernel compiles for: sm_90a (with its arch-specific wgmma) when it uses
+// warpgroup MMA, else the GPU's own.
+std::string compile_arch(const codegen::Generated& g, const std::string& arch) { return g.warpgroup_mma ? arch + "a" : arch; }
+}  // namespace
+
+codegen::Generated Program::generate(const Specialization& spec, const std::string& arch) const {
+  const bool wgmma = options_.warpgroup_mma && arch == "sm_90";
+  const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility, wgmma);
   return codegen::generate(
       fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, options_.min_programs_per_sm, options_.cluster_size,
                                   options_.num_stages, spec.bounds_checks, options_.precise_division});
 }
 
-std::string Program::cuda_source(const Specialization& spec) const { return generate(spec).source; }
+std::string Program::cuda_source(const Specialization& spec, const std::string& arch) const { return generate(spec, arch).source; }
 
-CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const { return compile_source(cuda_source(spec), arch); }
+CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const {
+  const codegen::Generated g = generate(spec, arch);
+  return compile_source(g.source, compile_arch(g, arch));
+}
 
 CompiledInfo Program::compile_source(std::string source, const std::string& arch) const {
   CompiledInfo info;
@@ -281,7 +291,8 @@ Inspection Program::inspect(const LaunchConfig& config, std::span<const Arg> arg
   out.key = describe(out.spec);
   out.arch = !arch.empty() ? arch : driver::available() ? driver::device().arch() : "sm_90";
   out.ir = ir::print(fn_);
-  const codegen::Generated generated = generate(out.spec);
+  const codegen::Generated generated = generate(out.spec, out.arch);
+  out.arch = compile_arch(generated, out.arch);
   out.cuda = generated.source;
   out.shared_bytes = generated.shared_bytes;
   const auto options = nvrtc::options_for(out.arch);
@@ -399,7 +410,8 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
           e->reason = why_new(spec, args);
           if (knobs::log_recompiles()) std::fprintf(stderr, "tilefuse: %s\n", e->reason.c_str());
         }
-        const codegen::Generated generated = generate(spec);
+        const std::string arch = driver::device().arch();
+        const codegen::Generated generated = generate(spec, arch);
         const std::string symbol = codegen::kernel_symbol(fn_);
         const std::int64_t shared = generated.shared_bytes;
         const int limit = driver::device().max_shared_per_block;
@@ -408,7 +420,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
                                       std::to_string(shared) + " bytes of shared memory per thread block, more than the " +
                                       std::to_string(limit) + " bytes " + driver::device().name + " allows; use " +
                                       (fn_.stages.empty() ? "smaller blocks (tile sizes)" : "smaller stages"));
-        e->compiled = cache::KernelCache::global().get(generated.source, symbol, nvrtc::options_for(driver::device().arch()));
+        e->compiled = cache::KernelCache::global().get(generated.source, symbol, nvrtc::options_for(compile_arch(generated, arch)));
         e->module = std::make_unique<driver::Module>(e->compiled->cubin, fn_.name);
         e->function = e->module->function(symbol);
         e->sites = generated.access_sites;

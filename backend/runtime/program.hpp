@@ -42,6 +42,9 @@ struct KernelOptions {
   /// div.full.f32, which is faster and within 2 ulp (Triton's default too). For programs that truncate a
   /// quotient to an integer, where 2 ulp can cross an integer.
   bool precise_division = false;
+  /// For programs with dots on sm_90 GPUs: dots whose result spreads over whole warpgroups run on the
+  /// warpgroup MMA (wgmma, compiled for sm_90a) instead of mma.sync. false keeps mma.sync everywhere.
+  bool warpgroup_mma = true;
 };
 
 /// What is known about each argument at compile time: the power of two that divides an integer argument
@@ -115,10 +118,11 @@ class Program {
   /// Threads per program.
   int num_warps() const { return options_.num_warps; }
 
-  /// The generated CUDA source for a specialization (default: every argument 16-divisible/aligned).
-  std::string cuda_source(const Specialization& spec) const;
-  /// The generated kernel of one specialization with the shared memory it needs.
-  codegen::Generated generate(const Specialization& spec) const;
+  /// The generated CUDA source for a specialization (default: every argument 16-divisible/aligned), for
+  /// GPU architecture `arch` ("sm_90": dots may use warpgroup MMA); empty: what runs on every sm_80+ GPU.
+  std::string cuda_source(const Specialization& spec, const std::string& arch = {}) const;
+  /// The generated kernel of one specialization for `arch` (as cuda_source) with the shared memory it needs.
+  codegen::Generated generate(const Specialization& spec, const std::string& arch = {}) const;
   /// The specialization assumed when no arguments are known: the best alignment for every parameter.
   Specialization default_specialization() const;
   /// Compiles (or fetches from the cache) a specialization for `arch` (e.g. "sm_90") without a GPU.

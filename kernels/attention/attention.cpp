@@ -58,27 +58,33 @@ void with_head_dim(std::int64_t d, F&& f) {
 
 }  // namespace
 
-// Blocks of 128 query rows by 64 keys over 4 warps of 32 rows each, for both head dims: each key block's
-// fragments serve two row tiles per warp (half the shared-memory reads of one). The fastest of the
-// block shapes measured on the H200 (bench/NOTES.md); at head dim 128 ptxas spills 128 bytes of the 255
-// registers, and it is still the fastest.
+// Block shapes, the fastest measured on the H200 for both head dims (bench/NOTES.md):
+// - with warpgroup MMA (sm_90): 64 query rows by 64 keys over one warpgroup (4 warps of 16 rows), the
+//   scores and P V each one wgmma chain per key block;
+// - with mma.sync (every other GPU): 128 query rows by 64 keys over 4 warps of 32 rows each, so that each
+//   key block's fragments serve two row tiles per warp (at head dim 128 ptxas spills 128 bytes of the 255
+//   registers, and it is still the fastest).
 void detail::attention(const AttentionArgs& a, const MatrixOptions& opt) {
   check("attention", a, true);
-  constexpr int BM = 128, BN = 64;
+  constexpr int BN = 64, warps = 4;
   const AttentionShape& s = a.shape;
-  const Grid grid((s.seq + BM - 1) / BM, s.batch * s.heads);
-  const LaunchConfig config(grid, opt.backend, opt.stream);
   const std::array args{a.q, a.k, a.v, a.o, a.lse, Arg::of_i32(static_cast<std::int32_t>(s.seq)), Arg::of_f32(a.scale * kLog2e)};
+  const bool wgmma = warpgroup_mma(opt.backend);
   with_half(a.q.dtype, [&]<class T>() {
     with_head_dim(s.head_dim, [&]<int D>() {
-      constexpr int warps = 4;
-      auto run = [&]<bool C>() {
+      auto run = [&]<int BM, bool C>() {
+        const LaunchConfig config(Grid((s.seq + BM - 1) / BM, s.batch * s.heads), opt.backend, opt.stream);
         matrix_program<&attention_program<T, BM, BN, D, C>>(C ? "attention_causal" : "attention", warps,
                                                          {"q", "k", "v", "o", "lse", "seq", "scale_log2"})
             .launch(config, args);
       };
-      if (a.causal) run.template operator()<true>();
-      else run.template operator()<false>();
+      if (wgmma) {
+        if (a.causal) run.template operator()<64, true>();
+        else run.template operator()<64, false>();
+      } else {
+        if (a.causal) run.template operator()<128, true>();
+        else run.template operator()<128, false>();
+      }
     });
   });
 }

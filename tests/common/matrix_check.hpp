@@ -39,4 +39,30 @@ inline void strided_copy_program(tilefuse::tl::Ptr<tilefuse::tl::f16> a, tilefus
   t::store(b + offsets, t::load(a + offsets));
 }
 
+// Every form of dot operand warpgroup MMA reads: A [M, K] loaded (K-major) or the transpose of a loaded
+// [K, M] (M-major), B [K, N] loaded (N-major) or the transpose of a loaded [N, K] (K-major), and A from
+// registers (a dot's own result, cast: the probabilities in attention), with rows of 16 to 128 halves (the
+// 32-, 64- and 128-byte swizzles). x = A B (+1 when Acc); y = cast(x / 8) C with C [N, N].
+template <int M, int N, int K, bool TransA, bool TransB, bool Acc>
+void dot_forms_program(tilefuse::tl::Ptr<tilefuse::tl::f16> a, tilefuse::tl::Ptr<tilefuse::tl::f16> b, tilefuse::tl::Ptr<tilefuse::tl::f16> c,
+                       tilefuse::tl::Ptr<tilefuse::tl::f32> x, tilefuse::tl::Ptr<tilefuse::tl::f32> y) {
+  namespace t = tilefuse::tl;
+  const auto m = t::arange<M>(), n = t::arange<N>(), k = t::arange<K>();
+  const auto A = [&] {
+    if constexpr (TransA) return t::trans(t::load(a + k(t::all, t::none) * M + m(t::none, t::all)));
+    else return t::load(a + m(t::all, t::none) * K + k(t::none, t::all));
+  }();
+  const auto B = [&] {
+    if constexpr (TransB) return t::trans(t::load(b + n(t::all, t::none) * K + k(t::none, t::all)));
+    else return t::load(b + k(t::all, t::none) * N + n(t::none, t::all));
+  }();
+  const auto ab = [&] {
+    if constexpr (Acc) return t::dot(A, B, t::full<t::f32, M, N>(1.0f));
+    else return t::dot(A, B);
+  }();
+  t::store(x + m(t::all, t::none) * N + n(t::none, t::all), ab);
+  const auto C = t::load(c + n(t::all, t::none) * N + n(t::none, t::all));
+  t::store(y + m(t::all, t::none) * N + n(t::none, t::all), t::dot(t::cast<t::f16>(ab * 0.125f), C));
+}
+
 }  // namespace tilefuse::test

@@ -118,6 +118,41 @@ TEST_F(MatrixGpu, StageCountsAgree) {
       ASSERT_EQ(float(results[s][i]), float(results[0][i])) << "stages " << s + 1 << " element " << i;
 }
 
+// Every operand form of warpgroup MMA (test::dot_forms_program), on wgmma and on mma.sync, against the
+// interpreter: both products within 2e-3 of the largest reference element (sums in another order; y also
+// from halves that may round the other way).
+template <int M, int N, int K, bool TA, bool TB, bool Acc>
+void expect_dot_forms(int warps, std::uint64_t seed) {
+  SCOPED_TRACE(std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + (TA ? " A M-major" : "") + (TB ? " B K-major" : "") +
+               " over " + std::to_string(warps) + " warps");
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  auto a = reference::random_vector<half>(M * K, seed), b = reference::random_vector<half>(K * N, seed + 1), c = reference::random_vector<half>(N * N, seed + 2);
+  std::vector<float> x(M * N, -7.0f), y(M * N, -7.0f);
+  KernelOptions o{warps};
+  Kernel<&test::dot_forms_program<M, N, K, TA, TB, Acc>> interp("dot_forms", o);
+  interp.launch({1, Backend::interpreter}, a, b, c, x, y);
+  for (bool wgmma : {true, false}) {
+    SCOPED_TRACE(wgmma ? "wgmma" : "mma.sync");
+    o.warpgroup_mma = wgmma;
+    Kernel<&test::dot_forms_program<M, N, K, TA, TB, Acc>> k("dot_forms", o);
+    EXPECT_EQ(k.program().cuda_source(k.program().default_specialization(), "sm_90").find("wgmma.mma_async") != std::string::npos, wgmma);
+    DeviceBuffer<half> da(a), db(b), dc(c);
+    DeviceBuffer<float> dx(std::vector<float>(x.size(), NAN)), dy(std::vector<float>(y.size(), NAN));
+    k.launch({1}, da, db, dc, dx, dy);
+    EXPECT_LT(reference::max_relative_error(dx.download(), std::vector<double>(x.begin(), x.end())), 2e-3);
+    EXPECT_LT(reference::max_relative_error(dy.download(), std::vector<double>(y.begin(), y.end())), 2e-3);
+  }
+}
+
+TEST_F(MatrixGpu, WarpgroupDotsMatchTheInterpreter) {
+  expect_dot_forms<64, 64, 64, false, false, false>(4, fresh_seed());
+  expect_dot_forms<64, 128, 128, false, true, true>(4, fresh_seed());
+  expect_dot_forms<64, 32, 16, true, false, true>(4, fresh_seed());
+  expect_dot_forms<64, 16, 32, true, true, false>(4, fresh_seed());
+  expect_dot_forms<128, 64, 32, false, false, true>(8, fresh_seed());
+  expect_dot_forms<64, 128, 64, false, true, false>(8, fresh_seed());
+}
+
 TEST_F(MatrixGpu, TwoDimensionalOpsMatchTheInterpreter) {
   Kernel<&test::matrix_ops_program> k("matrix_ops", KernelOptions{4});
   const std::uint64_t seed = fresh_seed();

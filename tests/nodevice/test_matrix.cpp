@@ -136,21 +136,73 @@ TEST(Matrix, RejectsBadShapesWithTheArgument) {
 }
 
 // The generated CUDA of the matrix kernels compiles for sm_90 within the registers (at most `spill` bytes
-// spilled: the attention block at head dim 128 is the fastest measured even with its 128).
+// spilled: the mma.sync attention block at head dim 128 is the fastest measured even with its 128), its
+// dots on warpgroup MMA (compiled for sm_90a) when `wgmma`, else on mma.sync.
 template <auto Fn>
-void expect_compiles(const char* name, int warps, int spill = 0) {
-  Kernel<Fn> k(name, KernelOptions{warps});
+void expect_compiles(const char* name, int warps, bool wgmma, int spill = 0, int stages = 2) {
+  KernelOptions o{warps};
+  o.num_stages = stages;
+  Kernel<Fn> k(name, o);
   const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
   EXPECT_LE(info.spill_bytes, spill) << name << "\n" << info.ptxas_log;
   EXPECT_GT(info.registers, 0);
-  EXPECT_NE(info.source.find("mma.sync"), std::string::npos);
+  EXPECT_EQ(info.source.find("wgmma.mma_async") != std::string::npos, wgmma) << name;
+  EXPECT_EQ(info.options.find("sm_90a") != std::string::npos, wgmma) << name << ": " << info.options;
+  if (!wgmma) EXPECT_NE(info.source.find("mma.sync"), std::string::npos) << name;
 }
 
 TEST(Matrix, KernelsCompileForSm90) {
-  expect_compiles<&kernels::attention_program<tl::bf16, 128, 64, 128, false>>("attention", 4, 256);
-  expect_compiles<&kernels::attention_program<tl::f16, 128, 64, 64, true>>("attention_causal", 4);
-  expect_compiles<&kernels::matmul_program<tl::bf16, 128, 128, 64, kernels::MatmulEpilogue::gelu>>("matmul_gelu", 4);
-  expect_compiles<&test::matrix_ops_program>("matrix_ops", 4);
+  // The blocks the launchers pick without warpgroup MMA (128 rows over 4 warps cannot be warpgroups of 16-row warps) ...
+  expect_compiles<&kernels::attention_program<tl::bf16, 128, 64, 128, false>>("attention", 4, false, 256);
+  expect_compiles<&kernels::attention_program<tl::f16, 128, 64, 64, true>>("attention_causal", 4, false);
+  expect_compiles<&kernels::matmul_program<tl::bf16, 128, 128, 64, kernels::MatmulEpilogue::gelu>>("matmul_gelu", 4, false);
+  expect_compiles<&test::matrix_ops_program>("matrix_ops", 4, false);
+  // ... and with it (sm_90): one warpgroup over 64 query rows; two over 128 rows of C, three stages.
+  expect_compiles<&kernels::attention_program<tl::bf16, 64, 64, 128, false>>("attention_wg", 4, true);
+  expect_compiles<&kernels::attention_program<tl::f16, 64, 64, 64, true>>("attention_causal_wg", 4, true);
+  expect_compiles<&kernels::matmul_program<tl::bf16, 128, 128, 64, kernels::MatmulEpilogue::gelu>>("matmul_gelu_wg", 8, true, 0, 3);
+}
+
+// Warpgroup MMA is generated only for sm_90 and only when allowed: the architecture-free source (what
+// every sm_80+ GPU runs) and KernelOptions::warpgroup_mma = false keep mma.sync.
+TEST(Matrix, WarpgroupMmaOnlyForSm90WhenAllowed) {
+  using Matmul = Kernel<&kernels::matmul_program<tl::bf16, 128, 128, 64, kernels::MatmulEpilogue::none>>;
+  KernelOptions o{8};
+  Matmul on("matmul_wg", o);
+  const Specialization spec = on.program().default_specialization();
+  EXPECT_NE(on.program().cuda_source(spec, "sm_90").find("wgmma.mma_async"), std::string::npos);
+  EXPECT_EQ(on.program().cuda_source(spec).find("wgmma"), std::string::npos);
+  EXPECT_EQ(on.program().cuda_source(spec, "sm_80").find("wgmma"), std::string::npos);
+  o.warpgroup_mma = false;
+  Matmul off("matmul_mma_sync", o);
+  const std::string sync = off.program().cuda_source(spec, "sm_90");
+  EXPECT_EQ(sync.find("wgmma"), std::string::npos);
+  EXPECT_NE(sync.find("mma.sync"), std::string::npos);
+}
+
+// Every operand form of warpgroup MMA (test::dot_forms_program) compiles for sm_90a without spills, each
+// of its dots on wgmma: operands in shared memory K- or M/N-major at 32-, 64- and 128-byte rows, wider
+// rows in column blocks, A from registers, one and two warpgroups, and two warpgroups side by side in N.
+template <int M, int N, int K, bool TA, bool TB, bool Acc>
+void expect_warpgroup_dots(int warps, int dots) {
+  Kernel<&test::dot_forms_program<M, N, K, TA, TB, Acc>> k("dot_forms", KernelOptions{warps});
+  const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
+  const std::string& src = info.source;
+  int issued = 0;
+  for (std::size_t at = src.find("// on warpgroup MMA"); at != std::string::npos; at = src.find("// on warpgroup MMA", at + 1)) ++issued;
+  EXPECT_EQ(issued, dots) << M << "x" << N << "x" << K << " over " << warps << " warps\n" << src;
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+}
+
+TEST(Matrix, WarpgroupDotsCompileInEveryOperandForm) {
+  expect_warpgroup_dots<64, 64, 64, false, false, false>(4, 2);
+  expect_warpgroup_dots<64, 128, 128, false, true, true>(4, 2);
+  expect_warpgroup_dots<64, 32, 16, true, false, true>(4, 2);
+  expect_warpgroup_dots<64, 16, 32, true, true, false>(4, 2);
+  expect_warpgroup_dots<128, 64, 32, false, false, true>(8, 2);
+  expect_warpgroup_dots<64, 128, 64, false, true, false>(8, 2);
+  // 32 rows cannot make a warpgroup: mma.sync.
+  expect_warpgroup_dots<32, 32, 32, false, false, false>(4, 0);
 }
 
 // Loads that feed a loop's dots are copied a stage ahead (num_stages 2, the default), in place with 1;

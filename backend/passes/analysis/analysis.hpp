@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backend/ir/ir.hpp"
@@ -100,6 +101,9 @@ struct Analysis {
   std::vector<bool> stage_owned;                    ///< by stage: each thread reads back only what it wrote
   std::unordered_map<const ir::Instr*, AccessPlan> access;  ///< by load, store and stage access
   bool matrix = false;                              ///< the function has 2D tiles (tile_homes.cpp plans it)
+  /// Dots may run on sm_90's warpgroup MMA (wgmma): tile_homes gives dot results the warp grid it needs
+  /// (16 rows per warp, four warps over 64 rows), and code generation uses it where the operands allow.
+  bool warpgroup_mma = false;
   std::vector<TileHome> home;                       ///< by value, for matrix functions
 
   /// The layout of a 1D tile of type `t`.
@@ -123,7 +127,14 @@ void plan_tiles(const ir::Function& fn, Analysis& a);
 /// The layout a lazy or scalar-fed 2D or 1D value of type `t` takes by default (blocked, 16-byte runs).
 TileLayout2 default_layout(const ir::ValueType& t, int warps);
 
-/// Runs every analysis of `fn` for `threads` threads per program and the parameters' divisibility.
-Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& param_divisibility);
+/// Runs every analysis of `fn` for `threads` threads per program and the parameters' divisibility;
+/// `warpgroup_mma`: the target has sm_90's warpgroup MMA and the program may use it.
+Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& param_divisibility, bool warpgroup_mma = false);
+
+/// The warp grid {warps along m, warps along n} of a dot's [m, n] result for warpgroup MMA over `warps`
+/// warps: 16 rows per warp, so each group of four consecutive warps holds 64 whole rows (one m64 wgmma)
+/// and at most 256 columns; {0, 0} when the result does not spread that way (or `whole_rows` asks for
+/// every row in one warp and it would take more than one warp across).
+std::pair<int, int> warpgroup_grid(int m, int n, int warps, bool whole_rows);
 
 }  // namespace tilefuse::passes

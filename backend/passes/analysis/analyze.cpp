@@ -3,9 +3,10 @@
 
 namespace tilefuse::passes {
 
-Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& param_divisibility) {
+Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& param_divisibility, bool warpgroup_mma) {
   Analysis a;
   a.threads = threads;
+  a.warpgroup_mma = warpgroup_mma;
   a.axis = analyze_axis_info(fn, param_divisibility);
   find_pointer_roots(fn, a);
   a.only_stored = values_only_stored(fn);

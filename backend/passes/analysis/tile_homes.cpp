@@ -146,10 +146,12 @@ class TilePlanner {
     }
   }
 
-  // The warp grid of a dot's [m, n] result: when rows are reduced (attention's softmax), every warp holds
-  // whole rows, so row reductions stay within a warp; otherwise the squarest grid, which reads the least
-  // shared memory per product.
+  // The warp grid of a dot's [m, n] result: with warpgroup MMA, 16 rows per warp (warpgroup_grid); else
+  // when rows are reduced (attention's softmax), every warp holds whole rows, so row reductions stay within
+  // a warp; otherwise the squarest grid, which reads the least shared memory per product.
   std::pair<int, int> mma_warps(int m, int n) const {
+    if (a_.warpgroup_mma)
+      if (const auto g = warpgroup_grid(m, n, warps_, split_rows_); g.first > 0) return g;
     const int most_m = std::max(1, std::min(warps_, m / 16));
     if (split_rows_ && warps_ % most_m == 0 && n % (8 * (warps_ / most_m)) == 0) return {most_m, warps_ / most_m};
     std::pair<int, int> best{0, 0};
@@ -177,6 +179,14 @@ class TilePlanner {
 };
 
 }  // namespace
+
+std::pair<int, int> warpgroup_grid(int m, int n, int warps, bool whole_rows) {
+  const int wm = m / 16;
+  if (m % 64 != 0 || warps % 4 != 0 || wm > warps || warps % wm != 0) return {0, 0};
+  const int wn = warps / wm;
+  if (n % (8 * wn) != 0 || n / wn > 256 || (whole_rows && wn > 1)) return {0, 0};
+  return {wm, wn};
+}
 
 TileLayout2 default_layout(const ir::ValueType& t, int warps) {
   const int bytes = t.dtype == ir::DType::i1 ? 4 : ir::dtype_bytes(t.dtype);
