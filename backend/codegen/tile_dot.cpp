@@ -15,6 +15,7 @@
 
 namespace tilefuse::codegen {
 
+using ir::Op;
 using passes::TileLayout2;
 using passes::Where;
 
@@ -36,9 +37,12 @@ TileEmitter::View TileEmitter::operand_view(ir::ValueId id) {
     reads_pending_ = false;
   }
   os_ << "  // %" << id << " -> shared buffer " << k << " as a dot operand\n";
+  const std::string owner = owner_guard(l);
+  if (!owner.empty()) os_ << "  if (" << owner << ") {  // (held more than once: its first holders write it)\n";
   os_ << "#pragma unroll\n  for (int e = 0; e < " << l.per_thread() << "; ++e)\n";
   os_ << "    *reinterpret_cast<tf_u16*>(tf_shared + " << swizzled(b, coord(l, 0), "(" + coord(l, 1) + ") >> 3") << " + (("
       << coord(l, 1) << ") & 7) * 2) = " << text::to_storage(t.dtype, x + "[e]") << ";\n";
+  if (!owner.empty()) os_ << "  }\n";
   if (loop_depth_ == 0) views_[id] = View{k, false};
   return View{k, false};
 }
@@ -142,26 +146,68 @@ std::string TileEmitter::wgmma_helper(int n, ir::DType dt, bool a_regs, bool tra
   return name;
 }
 
-bool TileEmitter::warpgroup_dot(const ir::Instr& in) {
+bool TileEmitter::a_from_registers(const ir::Instr& in) const {
+  const TileLayout2& L = a_.home[in.result].layout;
+  const passes::TileHome& ha = a_.home[in.args[0]];
+  return ha.where == Where::registers && ha.layout.mma && ha.layout.warps_n == 1 && ha.layout.warps_m == L.warps_m;
+}
+
+std::pair<int, bool> TileEmitter::operand_form(ir::ValueId id) const {
+  if (auto it = views_.find(id); it != views_.end()) return {buffers_[it->second.buffer].cols, it->second.transposed};
+  const ir::Instr* d = defs_[id];
+  if (d && d->op == Op::trans && a_.home[id].where == Where::shared) {
+    const auto [cols, transposed] = operand_form(d->args[0]);
+    return {cols, !transposed};
+  }
+  return {static_cast<int>(fn_.values[id].dims[1]), false};
+}
+
+bool TileEmitter::warpgroup_fits(const ir::Instr& in) const {
   if (!uses_warpgroup_mma()) return false;
+  const ir::ValueType& t = fn_.values[in.result];
+  const TileLayout2& L = a_.home[in.result].layout;
+  const int M = static_cast<int>(t.dims[0]), N = static_cast<int>(t.dims[1]);
+  const int wm = L.warps_m, wn = L.warps_n, WN = N / wn;
+  if (!L.mma || M / wm != 16 || wm % 4 != 0 || WN % 8 != 0 || WN > 256) return false;
+  // wgmma reads rows of 32, 64 or 128 bytes; an M- or N-major operand's part for one warpgroup starts on a column block.
+  const auto [cols_b, tb] = operand_form(in.args[1]);
+  if (cols_b < 16 || (!tb && WN % std::min(cols_b, 64) != 0)) return false;
+  return a_from_registers(in) || operand_form(in.args[0]).first >= 16;
+}
+
+std::vector<const ir::Instr*> TileEmitter::deferrable_dots(const ir::Instr& loop, const std::vector<const ir::Instr*>& piped) const {
+  std::set<ir::ValueId> in_body;
+  ir::walk(loop.body, [&](const ir::Instr& b) {
+    if (b.result >= 0) in_body.insert(b.result);
+    for (ir::ValueId r : b.results) in_body.insert(r);
+  });
+  // An operand whose buffer no iteration rewrites while the wgmmas reading it may still run: a load the
+  // loop copies ahead (its stage is reused two iterations later), or a value from outside the loop.
+  auto steady = [&](ir::ValueId x) {
+    while (defs_[x] && defs_[x]->op == Op::trans) x = defs_[x]->args[0];
+    return !in_body.count(x) || std::any_of(piped.begin(), piped.end(), [&](const ir::Instr* l) { return l->result == x; });
+  };
+  std::vector<const ir::Instr*> out;
+  for (const ir::Instr& d : loop.body) {
+    if (d.op != Op::dot || d.args.size() < 3 || !warpgroup_fits(d) || !steady(d.args[0]) || !steady(d.args[1])) continue;
+    const ir::ValueId acc = d.args[2];
+    bool yielded = false;
+    for (std::size_t k = 0; k + 1 < loop.block_args.size(); ++k) yielded = yielded || (loop.block_args[k + 1] == acc && loop.yields[k] == d.result);
+    if (yielded && users_[acc].size() == 1 && users_[d.result].size() == 1) out.push_back(&d);
+  }
+  return out;
+}
+
+bool TileEmitter::warpgroup_dot(const ir::Instr& in) {
+  if (!warpgroup_fits(in)) return false;
   const ir::ValueType& t = fn_.values[in.result];
   const TileLayout2& L = a_.home[in.result].layout;
   const ir::ValueId a = in.args[0], b = in.args[1];
   const ir::DType dt = fn_.values[a].dtype;
-  const int M = static_cast<int>(t.dims[0]), N = static_cast<int>(t.dims[1]), K = static_cast<int>(fn_.values[a].dims[1]);
+  const int N = static_cast<int>(t.dims[1]), K = static_cast<int>(fn_.values[a].dims[1]);
   const int wm = L.warps_m, wn = L.warps_n, WN = N / wn;
-  if (!L.mma || M / wm != 16 || wm % 4 != 0 || WN % 8 != 0 || WN > 256) return false;
-  const passes::TileHome& ha = a_.home[a];
-  const bool a_regs = ha.where == Where::registers && ha.layout.mma && ha.layout.warps_n == 1 && ha.layout.warps_m == wm;
-  // The buffer an operand is in, or would be written to (a register operand: untransposed, its own shape).
-  auto peek = [&](ir::ValueId id) {
-    if (auto it = views_.find(id); it != views_.end()) return std::pair{buffers_[it->second.buffer].cols, it->second.transposed};
-    return std::pair{static_cast<int>(fn_.values[id].dims[1]), false};
-  };
-  // wgmma reads rows of 32, 64 or 128 bytes; an M- or N-major operand's part for one warpgroup starts on a column block.
-  const auto [cols_b, tb] = peek(b);
-  if (cols_b < 16 || (!tb && WN % std::min(cols_b, 64) != 0)) return false;
-  if (!a_regs && peek(a).first < 16) return false;
+  const bool a_regs = a_from_registers(in);
+  const bool deferred = deferred_.count(&in) > 0;
 
   const View vb = operand_view(b);
   View va;
@@ -169,10 +215,13 @@ bool TileEmitter::warpgroup_dot(const ir::Instr& in) {
   if (!a_regs && buffers_[va.buffer].group > buffers_[vb.buffer].group) wait_for(va.buffer);
   wait_for(vb.buffer);
   if (!a_regs) wait_for(va.buffer);
-  const std::string r = v(in.result);
-  const std::string acc = in.args.size() > 2 ? get(in.args[2], L) + "[e]" : std::string("0.0f");
-  os_ << "  float " << r << "[" << L.per_thread() << "];\n";
-  os_ << "#pragma unroll\n  for (int e = 0; e < " << L.per_thread() << "; ++e) " << r << "[e] = " << acc << ";\n";
+  // A deferred dot accumulates in place into its loop's carried array and leaves its wgmmas in flight.
+  const std::string r = deferred ? v(in.args[2]) : v(in.result);
+  if (!deferred) {
+    const std::string acc = in.args.size() > 2 ? get(in.args[2], L) + "[e]" : std::string("0.0f");
+    os_ << "  float " << r << "[" << L.per_thread() << "];\n";
+    os_ << "#pragma unroll\n  for (int e = 0; e < " << L.per_thread() << "; ++e) " << r << "[e] = " << acc << ";\n";
+  }
   int log_wm = 0;
   while ((1 << log_wm) < wm) ++log_wm;
   os_ << "  {  // on warpgroup MMA: warps 4g .. 4g + 3 compute rows tf_m0 .. tf_m0 + 63 and columns tf_n0 .. tf_n0 + " << WN - 1 << "\n";
@@ -212,8 +261,15 @@ bool TileEmitter::warpgroup_dot(const ir::Instr& in) {
   os_ << "#pragma unroll\n    for (int kt = 0; kt < " << K / 16 << "; ++kt)\n";
   os_ << "      " << helper << "(" << r << ", " << (a_regs ? "tf_a[kt]" : descriptor(va, a_k_major, "tf_m0")) << ",\n        "
       << descriptor(vb, b_k_major, "tf_n0") << ");\n";
-  os_ << "    tf_wgmma_commit();\n    tf_wgmma_wait();\n";
-  os_ << "#pragma unroll\n    for (int e = 0; e < " << L.per_thread() << "; ++e) tf_wgmma_fence_operand(" << r << "[e]);\n  }\n";
+  os_ << "    tf_wgmma_commit();\n";
+  if (deferred) {
+    // This iteration's products run on while the next one's copies land; the previous iteration's are
+    // done (each warpgroup's, and after the loop's next barrier everyone's) before its stage is reused.
+    os_ << "    tf_wgmma_wait<1>();  // the previous iteration's wgmmas have finished (these run on, into " << r << ")\n  }\n";
+  } else {
+    os_ << "    tf_wgmma_wait<0>();\n";
+    os_ << "#pragma unroll\n    for (int e = 0; e < " << L.per_thread() << "; ++e) tf_wgmma_fence_operand(" << r << "[e]);\n  }\n";
+  }
   reads_pending_ = true;
   return true;
 }

@@ -362,6 +362,14 @@ void TileEmitter::loop(const ir::Instr& in) {
   // S - 1 iterations are copied before the loop, and each iteration copies the one S - 1 ahead.
   const int S = opt_.num_stages;
   const std::vector<const ir::Instr*> piped = S > 1 ? pipelined_loads(in) : std::vector<const ir::Instr*>{};
+  // With dots that keep their wgmmas in flight into the next iteration, a stage is reused two iterations
+  // after it was read instead of one: copies go S - 2 iterations ahead.
+  const std::vector<const ir::Instr*> deferred = S >= 3 && !piped.empty() ? deferrable_dots(in, piped) : std::vector<const ir::Instr*>{};
+  deferred_.insert(deferred.begin(), deferred.end());
+  const int ahead = deferred.empty() ? S - 1 : S - 2;
+  auto is_deferred = [&](std::size_t k) {
+    return std::any_of(deferred.begin(), deferred.end(), [&](const ir::Instr* d) { return d->result == in.yields[k]; });
+  };
   const std::string phase = "tf_stage" + std::to_string(loops_++);
   const std::int64_t shared_before = shared_top_;  // the loop's stages are free again after it
   if (!piped.empty()) {
@@ -375,8 +383,8 @@ void TileEmitter::loop(const ir::Instr& in) {
       piped_[l] = static_cast<int>(buffers_.size());
       buffers_.push_back(b);
     }
-    os_ << "  // copies ahead for the loop below: " << S << " stages\n";
-    for (int s = 0; s + 1 < S; ++s) {
+    os_ << "  // copies ahead for the loop below: " << S << " stages, " << ahead << " iteration" << (ahead > 1 ? "s" : "") << " ahead\n";
+    for (int s = 0; s < ahead; ++s) {
       prefetch(in, piped, v(in.args[0]) + " + " + std::to_string(s) + " * " + v(in.args[2]), std::to_string(s));
       if (s == 0)
         for (const ir::Instr* l : piped) first_group.push_back(buffers_[piped_[l]].group);
@@ -395,9 +403,9 @@ void TileEmitter::loop(const ir::Instr& in) {
   if (!piped.empty()) {
     std::vector<int> current;
     for (const ir::Instr* l : piped) current.push_back(buffers_[piped_[l]].group);
-    prefetch(in, piped, iv + " + " + std::to_string(S - 1) + " * " + v(in.args[2]),
-             S == 2 ? "(" + phase + " ^ 1)" : "(" + phase + " + " + std::to_string(S - 1) + ") % " + std::to_string(S));
-    // This iteration reads the copies issued S - 1 iterations ago.
+    prefetch(in, piped, iv + " + " + std::to_string(ahead) + " * " + v(in.args[2]),
+             S == 2 ? "(" + phase + " ^ 1)" : "(" + phase + " + " + std::to_string(ahead) + ") % " + std::to_string(S));
+    // This iteration reads the copies issued `ahead` iterations ago.
     for (std::size_t k = 0; k < piped.size(); ++k) buffers_[piped_[piped[k]]].group = current[k];
   }
   for (const ir::Instr& b : in.body) instr(b);
@@ -406,12 +414,17 @@ void TileEmitter::loop(const ir::Instr& in) {
   for (std::size_t k = 0; k < carried; ++k) {
     const ir::ValueId b = in.block_args[k + 1];
     const std::string tmp = "tf_next_" + v(b);
+    if (is_deferred(k)) {
+      os_ << "  // (" << v(b) << ": accumulated in place by its dot)\n";
+      continue;
+    }
     if (fn_.values[b].rank == 0) os_ << "  const " << reg_type(b) << " " << tmp << " = " << v(in.yields[k]) << ";\n";
     else assign(b, a_.home[b].layout, tmp, get(in.yields[k], a_.home[b].layout) + "[e]");
   }
   for (std::size_t k = 0; k < carried; ++k) {
     const ir::ValueId b = in.block_args[k + 1];
     const std::string tmp = "tf_next_" + v(b);
+    if (is_deferred(k)) continue;
     if (fn_.values[b].rank == 0) os_ << "  " << v(b) << " = " << tmp << ";\n";
     else os_ << "#pragma unroll\n  for (int e = 0; e < " << a_.home[b].layout.per_thread() << "; ++e) " << v(b) << "[e] = " << tmp << "[e];\n";
   }
@@ -422,8 +435,14 @@ void TileEmitter::loop(const ir::Instr& in) {
   std::istringstream lines(body.str());
   for (std::string line; std::getline(lines, line);) os_ << (line.rfind("#pragma", 0) == 0 ? "" : "  ") << line << "\n";
   os_ << "  }\n";
+  // The last iteration's wgmmas finish before anything reads their accumulators or reuses their buffers.
+  if (!deferred.empty()) os_ << "  tf_wgmma_wait<0>();  // the last iteration's wgmmas have finished\n";
+  for (std::size_t k = 0; k < carried; ++k)
+    if (is_deferred(k))
+      os_ << "#pragma unroll\n  for (int e = 0; e < " << a_.home[in.block_args[k + 1]].layout.per_thread() << "; ++e) tf_wgmma_fence_operand("
+          << v(in.block_args[k + 1]) << "[e]);\n";
   if (!piped.empty()) {
-    // The last S - 1 iterations issued copies for iterations past the end (predicated off, they still
+    // The last `ahead` iterations issued copies for iterations past the end (predicated off, they still
     // zero-fill their 16 bytes): they must land before anything reuses the loop's buffers (compute-
     // sanitizer's racecheck found the write-after-write in causal attention, whose second loop reuses them).
     os_ << "  tf_cp_wait<0>();  // every copy issued ahead has landed\n";

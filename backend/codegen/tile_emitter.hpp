@@ -7,6 +7,8 @@
 #pragma once
 
 #include <map>
+#include <set>
+#include <utility>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -78,6 +80,9 @@ class TileEmitter {
   /// "m[e0] && m[e0 + 1] && ..." over a run of W of mask `mask` in layout l.
   std::string every_lane(ir::ValueId mask, const passes::TileLayout2& l, int W);
   void shared_load(const ir::Instr& in);
+  /// The condition that holds for one holder of each element of layout l ("" when each is held once):
+  /// the lanes and warps whose bits select no coordinate are copies.
+  static std::string owner_guard(const passes::TileLayout2& l);
   /// Emits the copies of load `in` into buffer `b` at `phase` (its stage; "" for one), each only where
   /// `guard` holds ("": always), and commits them as one group.
   void copy_into(const ir::Instr& in, int buffer, const std::string& phase, const std::string& guard = "");
@@ -97,8 +102,20 @@ class TileEmitter {
 
   // ---- tile_dot.cpp ----
   void dot(const ir::Instr& in);
-  /// dot on warpgroup MMA when the result's warp grid and the operands' buffers allow it (false: emitted nothing).
+  /// dot on warpgroup MMA when warpgroup_fits (false: emitted nothing).
   bool warpgroup_dot(const ir::Instr& in);
+  /// Whether dot `in` runs on warpgroup MMA: its result's warp grid is whole warpgroups and wgmma can read
+  /// its operands' buffers.
+  bool warpgroup_fits(const ir::Instr& in) const;
+  /// Whether dot `in`'s A operand is a tensor-core result of the same warps (packed from registers).
+  bool a_from_registers(const ir::Instr& in) const;
+  /// The shared buffer a dot operand is (or will be) read from: its row length in elements, and whether
+  /// the operand is the buffer's transpose (a register operand: written untransposed, its own shape).
+  std::pair<int, bool> operand_form(ir::ValueId id) const;
+  /// The dots of loop `loop`'s body that can leave their wgmmas in flight into the next iteration: on
+  /// warpgroup MMA, accumulating into a carried value that nothing else reads and yielding it back, with
+  /// operands copied ahead by the loop or from outside it. Needs three stages or more.
+  std::vector<const ir::Instr*> deferrable_dots(const ir::Instr& loop, const std::vector<const ir::Instr*>& piped) const;
   /// The generated function that issues one wgmma of shape m64 x n x k16 (A from shared memory, or from
   /// registers when a_regs; trans_a / trans_b: the operand is M- / N-major), defined once per kernel.
   std::string wgmma_helper(int n, ir::DType dt, bool a_regs, bool trans_a, bool trans_b);
@@ -159,6 +176,7 @@ class TileEmitter {
   int next_name_ = 0;
   int loop_depth_ = 0;
   bool wgmma_ = false;                          // uses_warpgroup_mma()
+  std::set<const ir::Instr*> deferred_;         // dots whose wgmmas stay in flight across iterations (deferrable_dots)
   std::map<std::string, std::string> wgmma_helpers_;  // name -> definition, of the wgmma shapes the kernel issues
 
  public:

@@ -150,6 +150,18 @@ void TileEmitter::shared_load(const ir::Instr& in) {
   copy_into(in, id, "");
 }
 
+std::string TileEmitter::owner_guard(const TileLayout2& l) {
+  unsigned lanes = 0, warps = 0;
+  for (std::size_t k = 0; k < l.lane.size(); ++k)
+    if (l.lane[k] == passes::Basis{0, 0}) lanes |= 1u << k;
+  for (std::size_t k = 0; k < l.warp.size(); ++k)
+    if (l.warp[k] == passes::Basis{0, 0}) warps |= 1u << k;
+  std::string g;
+  if (lanes) g = "(lane & " + std::to_string(lanes) + ") == 0";
+  if (warps) g += (g.empty() ? "" : " && ") + std::string("(warp & ") + std::to_string(warps) + ") == 0";
+  return g;
+}
+
 void TileEmitter::copy_into(const ir::Instr& in, int id, const std::string& phase, const std::string& guard) {
   const ir::ValueType& t = fn_.values[in.result];
   const TileLayout2 l = passes::default_layout(t, warps_);
@@ -174,11 +186,15 @@ void TileEmitter::copy_into(const ir::Instr& in, int id, const std::string& phas
   const std::string cond0 = guarded(masked ? at(in.args[1], l, "e0") : "true");
   const std::string cond = guarded(masked ? at(in.args[1], l, "e") : "");
   const std::string other = masked ? at(in.args[2], l, "e") : text::literal(t.dtype, 0);
+  // A tile smaller than the program's threads is held twice or more: one holder of each element writes it.
+  const std::string owner = owner_guard(l);
+  if (!owner.empty()) os_ << "  if (" << owner << ") {  // (the tile is held more than once: its first holders copy it)\n";
+  const std::string close = owner.empty() ? "" : "  }\n";
   if (W == 8 && zero_other) {
     os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += 8)\n";
     os_ << "    tf_cp16(tf_sbase + " << swizzled(b, coord(l, 0, "e0"), "(" + coord(l, 1, "e0") + ") >> 3", phase) << ", "
         << bounds_.checked(p + "[e0]", in, in.args[0], 8, cond0) << ", " << cond0 << ");\n";
-    os_ << "  tf_cp_commit();\n";
+    os_ << close << "  tf_cp_commit();\n";
     b.group = groups_committed_++;
   } else {
     const std::string S = text::storage_type(t.dtype);
@@ -187,7 +203,7 @@ void TileEmitter::copy_into(const ir::Instr& in, int id, const std::string& phas
     os_ << "    *reinterpret_cast<" << S << "*>(tf_shared + " << swizzled(b, coord(l, 0), "(" + coord(l, 1) + ") >> 3", phase) << " + (("
         << coord(l, 1) << ") & 7) * 2) = " << text::to_storage(t.dtype, cond.empty() ? value : cond + " ? " + value + " : " + other)
         << ";\n";
-    os_ << "  tf_cp_commit();  // (an empty group: keeps the count of groups the same in every iteration)\n";
+    os_ << close << "  tf_cp_commit();  // (an empty group: keeps the count of groups the same in every iteration)\n";
     b.group = groups_committed_++;
   }
 }

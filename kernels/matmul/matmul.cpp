@@ -1,7 +1,8 @@
 // The matmul launcher: argument checks and the launch of the tile program for f16 and bf16, with and
-// without GELU. Blocks of 128 x 128 of C over K steps of 64 (the fastest of the block shapes measured on
-// the H200: bench/NOTES.md): with warpgroup MMA (sm_90) over 8 warps (two warpgroups of 64 x 128) and
-// three stages of copies; with mma.sync over 4 warps (each a 64 x 64 block of C) and two stages.
+// without GELU, over K steps of 64, with the fastest block shapes measured on the H200 (bench/NOTES.md):
+// with warpgroup MMA (sm_90) blocks of 128 x 256 of C over 8 warps (two warpgroups of 64 x 256) and four
+// stages of copies, each iteration's wgmmas running on while the next copies land; with mma.sync blocks of
+// 128 x 128 over 4 warps (each a 64 x 64 block of C) and two stages.
 #include "kernels/matmul/matmul.hpp"
 
 #include <stdexcept>
@@ -36,22 +37,26 @@ void detail::matmul(const MatmulArgs& x, const MatrixOptions& opt) {
   check("b", x.b, x.k * x.n, x.a.dtype);
   check("bias", x.bias, x.n, x.a.dtype);
   check("c", x.c, x.m * x.n, x.a.dtype);
-  constexpr int BM = 128, BN = 128, BK = 64;
   const bool wgmma = warpgroup_mma(opt.backend);
-  const int warps = wgmma ? 8 : 4, stages = wgmma ? 3 : 2;
-  const std::int64_t programs = ((x.m + BM - 1) / BM) * ((x.n + BN - 1) / BN);
-  if (programs > 2147483647) throw std::invalid_argument("tilefuse matmul: m x n needs more than 2^31-1 blocks of 128 x 128");
-  const LaunchConfig config(Grid(programs), opt.backend, opt.stream);
   const std::array args{x.a, x.b, x.bias, x.c, Arg::of_i32(static_cast<std::int32_t>(x.m)), Arg::of_i32(static_cast<std::int32_t>(x.n)),
                         Arg::of_i32(static_cast<std::int32_t>(x.k))};
-  auto run = [&]<class T>() {
+  auto run = [&]<class T, int BM, int BN>(int warps, int stages) {
+    constexpr int BK = 64;
+    const std::int64_t programs = ((x.m + BM - 1) / BM) * ((x.n + BN - 1) / BN);
+    if (programs > 2147483647)
+      throw std::invalid_argument("tilefuse matmul: m x n needs more than 2^31-1 blocks of " + std::to_string(BM) + " x " + std::to_string(BN));
+    const LaunchConfig config(Grid(programs), opt.backend, opt.stream);
     if (x.epilogue == MatmulEpilogue::gelu)
       matrix_program<&matmul_program<T, BM, BN, BK, MatmulEpilogue::gelu>>("matmul_gelu", warps, {"a", "b", "bias", "c", "M", "N", "K"}, stages).launch(config, args);
     else
       matrix_program<&matmul_program<T, BM, BN, BK, MatmulEpilogue::none>>("matmul", warps, {"a", "b", "bias", "c", "M", "N", "K"}, stages).launch(config, args);
   };
-  if (x.a.dtype == ir::DType::f16) run.template operator()<tl::f16>();
-  else run.template operator()<tl::bf16>();
+  auto with_blocks = [&]<class T>() {
+    if (wgmma) run.template operator()<T, 128, 256>(8, 4);
+    else run.template operator()<T, 128, 128>(4, 2);
+  };
+  if (x.a.dtype == ir::DType::f16) with_blocks.template operator()<tl::f16>();
+  else with_blocks.template operator()<tl::bf16>();
 }
 
 }  // namespace tilefuse::kernels

@@ -157,10 +157,38 @@ TEST(Matrix, KernelsCompileForSm90) {
   expect_compiles<&kernels::attention_program<tl::f16, 128, 64, 64, true>>("attention_causal", 4, false);
   expect_compiles<&kernels::matmul_program<tl::bf16, 128, 128, 64, kernels::MatmulEpilogue::gelu>>("matmul_gelu", 4, false);
   expect_compiles<&test::matrix_ops_program>("matrix_ops", 4, false);
-  // ... and with it (sm_90): one warpgroup over 64 query rows; two over 128 rows of C, three stages.
+  // ... and with it (sm_90): one warpgroup over 64 query rows; two over 128 x 256 of C, four stages.
   expect_compiles<&kernels::attention_program<tl::bf16, 64, 64, 128, false>>("attention_wg", 4, true);
   expect_compiles<&kernels::attention_program<tl::f16, 64, 64, 64, true>>("attention_causal_wg", 4, true);
-  expect_compiles<&kernels::matmul_program<tl::bf16, 128, 128, 64, kernels::MatmulEpilogue::gelu>>("matmul_gelu_wg", 8, true, 0, 3);
+  expect_compiles<&kernels::matmul_program<tl::bf16, 128, 256, 64, kernels::MatmulEpilogue::gelu>>("matmul_gelu_wg", 8, true, 0, 4);
+}
+
+// A loop's dot that accumulates into what the loop carries (matmul's) leaves its wgmmas in flight into the
+// next iteration: it waits for the previous iteration's only, accumulates in place, and the copies go one
+// iteration less ahead so that a stage is rewritten two iterations after its wgmmas were issued. With two
+// stages, or a dot whose accumulator is also read elsewhere (attention rescales it), every dot waits for its own.
+TEST(Matrix, LoopDotsKeepTheirWgmmasInFlight) {
+  auto source = [](int stages) {
+    KernelOptions o{8};
+    o.num_stages = stages;
+    Kernel<&kernels::matmul_program<tl::bf16, 128, 256, 64, kernels::MatmulEpilogue::none>> k("matmul_deferred", o);
+    return k.program().cuda_source(k.program().default_specialization(), "sm_90");
+  };
+  const std::string four = source(4), two = source(2);
+  EXPECT_NE(four.find("4 stages, 2 iterations ahead"), std::string::npos);
+  EXPECT_NE(four.find("tf_wgmma_wait<1>();"), std::string::npos);
+  EXPECT_NE(four.find("accumulated in place by its dot"), std::string::npos);
+  const std::size_t loop_end = four.find("tf_wgmma_wait<0>();  // the last iteration's wgmmas have finished");
+  ASSERT_NE(loop_end, std::string::npos);
+  EXPECT_LT(loop_end, four.find("tf_cp_wait<0>();  // every copy issued ahead has landed")) << "before the buffers are reused";
+  EXPECT_NE(two.find("2 stages, 1 iteration ahead"), std::string::npos);
+  EXPECT_EQ(two.find("tf_wgmma_wait<1>"), std::string::npos);
+  KernelOptions three{4};
+  three.num_stages = 3;
+  Kernel<&kernels::attention_program<tl::bf16, 64, 64, 128, false>> attention("attention_wg", three);
+  const std::string a = attention.program().cuda_source(attention.program().default_specialization(), "sm_90");
+  EXPECT_NE(a.find("tf_wgmma_wait<0>();"), std::string::npos);
+  EXPECT_EQ(a.find("tf_wgmma_wait<1>"), std::string::npos);
 }
 
 // Warpgroup MMA is generated only for sm_90 and only when allowed: the architecture-free source (what

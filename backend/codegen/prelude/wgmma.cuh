@@ -11,8 +11,8 @@ __device__ __forceinline__ unsigned long long tf_wgmma_desc(unsigned addr, unsig
 // Orders this thread's register writes before the wgmmas that follow (accumulators, A fragments).
 __device__ __forceinline__ void tf_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void tf_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-// Waits until every wgmma this warpgroup committed has finished.
-__device__ __forceinline__ void tf_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+// Waits until at most N of the wgmma groups this warpgroup committed are still running.
+template <int N> __device__ __forceinline__ void tf_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
 // Keeps the compiler from moving accesses of an accumulator across the asynchronous wgmmas that write it.
 __device__ __forceinline__ void tf_wgmma_fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 // Makes this thread's shared-memory writes (stores, cp.async) visible to wgmma, which reads through the async proxy.
