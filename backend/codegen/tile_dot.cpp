@@ -140,7 +140,7 @@ std::string TileEmitter::wgmma_helper(int n, ir::DType dt, bool a_regs, bool tra
   h << "               \"wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32." << ty << "." << ty << " {" << n_operands(0, outs) << "}, "
     << (a_regs ? "{" + n_operands(outs, 4) + "}" : "%" + std::to_string(outs)) << ", %" << outs + a_ops << ", p, 1, 1, "
     << (a_regs ? "" : trans_a ? "1, " : "0, ") << (trans_b ? 1 : 0) << ";\\n}\\n\"\n               : ";
-  for (int i = 0; i < outs; ++i) h << (i ? ", " : "") << (i && i % 8 == 0 ? "\n                 " : "") << "\"+f\"(d[" << i << "])";
+  for (int i = 0; i < outs; ++i) h << (i == 0 ? "" : i % 8 == 0 ? ",\n                 " : ", ") << "\"+f\"(d[" << i << "])";
   h << "\n               : " << (a_regs ? "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3])" : "\"l\"(a)") << ", \"l\"(b), \"r\"(1) : \"memory\");\n}\n";
   wgmma_helpers_[name] = h.str();
   return name;

@@ -10,6 +10,7 @@
 #include "backend/knobs/knobs.hpp"
 #include "backend/passes/analysis/analysis.hpp"
 #include "dsl/tl.hpp"
+#include "tests/common/matrix_check.hpp"
 #include "tests/common/programs.hpp"
 #include "tests/common/text.hpp"
 
@@ -37,6 +38,10 @@ std::string without_prelude(std::string source) {
   const auto at = source.find(codegen::prelude::core);
   EXPECT_NE(at, std::string::npos) << "the generated source does not hold the core device helpers";
   if (at != std::string::npos) source.replace(at, std::string(codegen::prelude::core).size(), "// (backend/codegen/prelude/core.cuh)\n");
+  // Kernels with dots carry the tensor-core helpers too (and the warpgroup MMA ones on sm_90).
+  for (const auto& [text, name] : {std::pair{codegen::prelude::mma, "mma"}, {codegen::prelude::wgmma, "wgmma"}})
+    if (const auto k = source.find(text); k != std::string::npos)
+      source.replace(k, std::string(text).size(), std::string("// (backend/codegen/prelude/") + name + ".cuh)\n");
   return source;
 }
 
@@ -56,6 +61,14 @@ TEST(Codegen, SoftmaxCudaGolden) {
 TEST(Codegen, Bf16SoftmaxCudaGolden) {
   const auto& p = test::softmax_program(ir::DType::bf16, 128);
   expect_golden("softmax_bf16_128.cu", without_prelude(p.cuda_source(Specialization{{16, 16, 2, 2}})));
+}
+
+// A program with dots as sm_90 runs it (test::dot_forms_program over one warpgroup): its loads copied into
+// swizzled buffers, the wgmma of A and B read through descriptors, and the second dot's A packed from the
+// first one's registers.
+TEST(Codegen, WarpgroupMmaCudaGolden) {
+  Kernel<&test::dot_forms_program<64, 64, 64, false, false, true>> k("dot_forms", KernelOptions{4});
+  expect_golden("dot_forms_wgmma_sm90.cu", without_prelude(k.program().cuda_source(k.program().default_specialization(), "sm_90")));
 }
 
 TEST(Codegen, Deterministic) {
