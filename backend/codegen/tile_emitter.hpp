@@ -3,7 +3,8 @@
 // dots), or nowhere until used (lazy index and mask arithmetic, expand, broadcast), in which case it is
 // computed in the layout its use needs. Values move between layouts through shared memory only when the
 // layouts differ. The core is tile_emitter.cpp; loads and stores are in tile_memory.cpp, reductions and
-// layout conversions in tile_reduce.cpp, and dot on tensor cores in tile_dot.cpp.
+// layout conversions in tile_reduce.cpp, and dot on tensor cores in tile_dot.cpp (mma.sync) and
+// tile_wgmma.cpp (sm_90's warpgroup MMA).
 #pragma once
 
 #include <map>
@@ -102,16 +103,18 @@ class TileEmitter {
 
   // ---- tile_dot.cpp ----
   void dot(const ir::Instr& in);
-  /// dot on warpgroup MMA when warpgroup_fits (false: emitted nothing).
-  bool warpgroup_dot(const ir::Instr& in);
-  /// Whether dot `in` runs on warpgroup MMA: its result's warp grid is whole warpgroups and wgmma can read
-  /// its operands' buffers.
-  bool warpgroup_fits(const ir::Instr& in) const;
   /// Whether dot `in`'s A operand is a tensor-core result of the same warps (packed from registers).
   bool a_from_registers(const ir::Instr& in) const;
   /// The shared buffer a dot operand is (or will be) read from: its row length in elements, and whether
   /// the operand is the buffer's transpose (a register operand: written untransposed, its own shape).
   std::pair<int, bool> operand_form(ir::ValueId id) const;
+
+  // ---- tile_wgmma.cpp ----
+  /// dot on warpgroup MMA when warpgroup_fits (false: emitted nothing).
+  bool warpgroup_dot(const ir::Instr& in);
+  /// Whether dot `in` runs on warpgroup MMA: its result's warp grid is whole warpgroups and wgmma can read
+  /// its operands' buffers.
+  bool warpgroup_fits(const ir::Instr& in) const;
   /// The dots of loop `loop`'s body that can leave their wgmmas in flight into the next iteration: on
   /// warpgroup MMA, accumulating into a carried value that nothing else reads and yielding it back, with
   /// operands copied ahead by the loop or from outside it. Needs three stages or more.
