@@ -53,10 +53,12 @@ bool TileEmitter::warpgroup_fits(const ir::Instr& in) const {
   const int M = static_cast<int>(t.dims[0]), N = static_cast<int>(t.dims[1]);
   const int wm = L.warps_m, wn = L.warps_n, WN = N / wn;
   if (!L.mma || M / wm != 16 || wm % 4 != 0 || WN % 8 != 0 || WN > 256) return false;
-  // wgmma reads rows of 32, 64 or 128 bytes; an M- or N-major operand's part for one warpgroup starts on a column block.
+  // wgmma reads buffers of 64- or 128-byte rows here (the 32-byte swizzle of 16-element rows is wgmma's too,
+  // but has run on a GPU only N-major: such dots keep mma.sync); an M- or N-major operand's part for one
+  // warpgroup starts on a column block.
   const auto [cols_b, tb] = operand_form(in.args[1]);
-  if (cols_b < 16 || (!tb && WN % std::min(cols_b, 64) != 0)) return false;
-  return a_from_registers(in) || operand_form(in.args[0]).first >= 16;
+  if (cols_b < 32 || (!tb && WN % std::min(cols_b, 64) != 0)) return false;
+  return a_from_registers(in) || operand_form(in.args[0]).first >= 32;
 }
 
 std::vector<const ir::Instr*> TileEmitter::deferrable_dots(const ir::Instr& loop, const std::vector<const ir::Instr*>& piped) const {

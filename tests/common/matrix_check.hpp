@@ -41,8 +41,9 @@ inline void strided_copy_program(tilefuse::tl::Ptr<tilefuse::tl::f16> a, tilefus
 
 // Every form of dot operand warpgroup MMA reads: A [M, K] loaded (K-major) or the transpose of a loaded
 // [K, M] (M-major), B [K, N] loaded (N-major) or the transpose of a loaded [N, K] (K-major), and A from
-// registers (a dot's own result, cast: the probabilities in attention), with rows of 16 to 128 halves (the
-// 32-, 64- and 128-byte swizzles). x = A B (+1 when Acc); y = cast(x / 8) C with C [N, N].
+// registers (a dot's own result, cast: the probabilities in attention), with rows of 16 to 128 halves (rows
+// of 32 and 64 halves are wgmma's 64- and 128-byte swizzles; rows of 16 keep mma.sync). x = A B (+1 when
+// Acc); y = cast(x / 8) C with C [N, N].
 template <int M, int N, int K, bool TransA, bool TransB, bool Acc>
 void dot_forms_program(tilefuse::tl::Ptr<tilefuse::tl::f16> a, tilefuse::tl::Ptr<tilefuse::tl::f16> b, tilefuse::tl::Ptr<tilefuse::tl::f16> c,
                        tilefuse::tl::Ptr<tilefuse::tl::f32> x, tilefuse::tl::Ptr<tilefuse::tl::f32> y) {

@@ -90,7 +90,7 @@ extern "C" __global__ void __launch_bounds__(128) tilefuse_dot_forms(const tf_u1
   // (computed where it is used)
   // %15 = ptr_add %13, %14 : ptr<f16>[64x64]
   // (computed where it is used)
-  // %16 = load %15 : f16[64x64]   [matrix_check.hpp:53]
+  // %16 = load %15 : f16[64x64]   [matrix_check.hpp:54]
   // -> shared buffer 0 (64x64, 16-byte chunks swizzled)
   const tf_u16* v11_L1[4];
 #pragma unroll
@@ -137,7 +137,7 @@ extern "C" __global__ void __launch_bounds__(128) tilefuse_dot_forms(const tf_u1
   // (computed where it is used)
   // %20 = ptr_add %19, %14 : ptr<f16>[64x64]
   // (computed where it is used)
-  // %21 = load %20 : f16[64x64]   [matrix_check.hpp:57]
+  // %21 = load %20 : f16[64x64]   [matrix_check.hpp:58]
   // -> shared buffer 1 (64x64, 16-byte chunks swizzled)
   const tf_u16* v17_L1[4];
 #pragma unroll
@@ -159,7 +159,7 @@ extern "C" __global__ void __launch_bounds__(128) tilefuse_dot_forms(const tf_u1
   float const v22 = 1.0f;
   // %23 = splat %22 : f32[64x64]
   // (computed where it is used)
-  // %24 = dot %16, %21, %23 : f32[64x64]   [matrix_check.hpp:60]
+  // %24 = dot %16, %21, %23 : f32[64x64]   [matrix_check.hpp:61]
   tf_cp_wait<0>();  // buffer 1's copies have landed
   tf_fence_async_shared();
   __syncthreads();
@@ -191,7 +191,7 @@ extern "C" __global__ void __launch_bounds__(128) tilefuse_dot_forms(const tf_u1
   // (computed where it is used)
   // %28 = ptr_add %27, %14 : ptr<f32>[64x64]
   // (computed where it is used)
-  // store %28, %24   [matrix_check.hpp:63]
+  // store %28, %24   [matrix_check.hpp:64]
   float* v25_L6[2];
 #pragma unroll
   for (int e = 0; e < 2; ++e) v25_L6[e] = v3;
@@ -242,7 +242,7 @@ extern "C" __global__ void __launch_bounds__(128) tilefuse_dot_forms(const tf_u1
   // (computed where it is used)
   // %32 = ptr_add %31, %14 : ptr<f16>[64x64]
   // (computed where it is used)
-  // %33 = load %32 : f16[64x64]   [matrix_check.hpp:64]
+  // %33 = load %32 : f16[64x64]   [matrix_check.hpp:65]
   __syncthreads();
   // -> shared buffer 2 (64x64, 16-byte chunks swizzled)
   const tf_u16* v29_L1[4];
@@ -278,7 +278,7 @@ extern "C" __global__ void __launch_bounds__(128) tilefuse_dot_forms(const tf_u1
   float const v38 = 0.0f;
   // %39 = splat %38 : f32[64x64]
   // (computed where it is used)
-  // %40 = dot %37, %33, %39 : f32[64x64]   [matrix_check.hpp:65]
+  // %40 = dot %37, %33, %39 : f32[64x64]   [matrix_check.hpp:66]
   tf_cp_wait<0>();  // buffer 2's copies have landed
   tf_fence_async_shared();
   __syncthreads();
@@ -318,7 +318,7 @@ extern "C" __global__ void __launch_bounds__(128) tilefuse_dot_forms(const tf_u1
   // (computed where it is used)
   // %44 = ptr_add %43, %14 : ptr<f32>[64x64]
   // (computed where it is used)
-  // store %44, %40   [matrix_check.hpp:65]
+  // store %44, %40   [matrix_check.hpp:66]
   float* v41_L6[2];
 #pragma unroll
   for (int e = 0; e < 2; ++e) v41_L6[e] = v4;

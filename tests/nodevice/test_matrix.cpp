@@ -208,9 +208,9 @@ TEST(Matrix, WarpgroupMmaOnlyForSm90WhenAllowed) {
   EXPECT_NE(sync.find("mma.sync"), std::string::npos);
 }
 
-// Every operand form of warpgroup MMA (test::dot_forms_program) compiles for sm_90a without spills, each
-// of its dots on wgmma: operands in shared memory K- or M/N-major at 32-, 64- and 128-byte rows, wider
-// rows in column blocks, A from registers, one and two warpgroups, and two warpgroups side by side in N.
+// Every operand form of warpgroup MMA (test::dot_forms_program) compiles for sm_90a without spills, its
+// dots on wgmma where `dots` says: operands in shared memory K- or M/N-major at 64- and 128-byte rows,
+// wider rows in column blocks, A from registers, one and two warpgroups, and two side by side in N.
 template <int M, int N, int K, bool TA, bool TB, bool Acc>
 void expect_warpgroup_dots(int warps, int dots) {
   Kernel<&test::dot_forms_program<M, N, K, TA, TB, Acc>> k("dot_forms", KernelOptions{warps});
@@ -226,11 +226,14 @@ TEST(Matrix, WarpgroupDotsCompileInEveryOperandForm) {
   expect_warpgroup_dots<64, 64, 64, false, false, false>(4, 2);
   expect_warpgroup_dots<64, 128, 128, false, true, true>(4, 2);
   expect_warpgroup_dots<64, 32, 16, true, false, true>(4, 2);
-  expect_warpgroup_dots<64, 16, 32, true, true, false>(4, 2);
+  expect_warpgroup_dots<64, 16, 32, true, true, false>(4, 1);  // (its second dot's C has rows of 16)
   expect_warpgroup_dots<128, 64, 32, false, false, true>(8, 2);
   expect_warpgroup_dots<64, 128, 64, false, true, false>(8, 2);
   // 32 rows cannot make a warpgroup: mma.sync.
   expect_warpgroup_dots<32, 32, 32, false, false, false>(4, 0);
+  // Operand rows of 16 halves (wgmma's 32-byte swizzle, run on a GPU only N-major) keep mma.sync; the second
+  // dot (K = N = 64, A from registers) still takes wgmma.
+  expect_warpgroup_dots<64, 64, 16, false, true, false>(4, 1);
 }
 
 // Loads that feed a loop's dots are copied a stage ahead (num_stages 2, the default), in place with 1;
