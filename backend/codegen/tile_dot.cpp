@@ -4,7 +4,7 @@
 // tensor-core result of the same warps (attention's probabilities) goes from registers to fragments
 // directly, as FlashAttention-2 does, with no trip through shared memory. On sm_90 a dot whose result has
 // the warpgroup grid runs on wgmma instead (tile_wgmma.cpp); the operand buffers are the same.
-#include <algorithm>
+#include <bit>
 #include <stdexcept>
 
 #include "backend/codegen/text.hpp"
@@ -49,38 +49,21 @@ void TileEmitter::dot(const ir::Instr& in) {
   if (warpgroup_dot(in)) return;
   const ir::ValueType& t = fn_.values[in.result];
   const TileLayout2& L = a_.home[in.result].layout;
-  const ir::ValueId a = in.args[0], b = in.args[1];
+  const ir::ValueId a = in.args[0];
   const ir::DType dt = fn_.values[a].dtype;
   const int M = static_cast<int>(t.dims[0]), N = static_cast<int>(t.dims[1]), K = static_cast<int>(fn_.values[a].dims[1]);
   const int wm = L.warps_m, wn = L.warps_n, WM = M / wm, WN = N / wn, MI = WM / 16, NI = WN / 8;
   const bool a_regs = a_from_registers(in);
-  View va, vb = operand_view(b);
-  if (!a_regs) va = operand_view(a);
-  // One wait covers both operands: copies land in commit order.
-  if (!a_regs && buffers_[va.buffer].group > buffers_[vb.buffer].group) wait_for(va.buffer);
-  wait_for(vb.buffer);
-  if (!a_regs) wait_for(va.buffer);
+  const auto [va, vb] = dot_operands(in, a_regs);
   const std::string r = v(in.result);
-  const std::string acc = in.args.size() > 2 ? get(in.args[2], L) + "[e]" : std::string("0.0f");
-  os_ << "  float " << r << "[" << L.per_thread() << "];\n";
-  os_ << "#pragma unroll\n  for (int e = 0; e < " << L.per_thread() << "; ++e) " << r << "[e] = " << acc << ";\n";
-  int log_wm = 0;
-  while ((1 << log_wm) < wm) ++log_wm;
-  os_ << "  {\n    const int tf_m0 = (warp & " << wm - 1 << ") * " << WM << ", tf_n0 = (warp >> " << log_wm << ") * " << WN
+  dot_result(in, r);
+  os_ << "  {\n    const int tf_m0 = (warp & " << wm - 1 << ") * " << WM << ", tf_n0 = (warp >> " << std::bit_width(unsigned(wm)) - 1 << ") * " << WN
       << ";\n    const int tf_r8 = lane & 7, tf_mat = lane >> 3;\n";
-  // A cast to f16/bf16 that only feeds dots is packed here from its f32 source (cvt.rn.*x2 rounds as the cast would).
-  const std::string ra = !a_regs ? "" : packed_by_dot(a) ? v(defs_[a]->args[0]) : v(a);
-  const int NIa = K / 8;  // a register A operand's 8-column tiles per warp
-  const std::string pack = dt == ir::DType::bf16 ? "tf_pack_bf16x2" : "tf_pack_f16x2";
   os_ << "#pragma unroll\n    for (int kt = 0; kt < " << K / 16 << "; ++kt) {\n";
   os_ << "      unsigned tf_a[" << MI << "][4];\n";
   os_ << "#pragma unroll\n      for (int mi = 0; mi < " << MI << "; ++mi) {\n";
   if (a_regs) {
-    // Fragment q of a 16x16 A block is the accumulator pair (h = q & 1) of its 8-column tile 2 kt + (q >> 1).
-    for (int q = 0; q < 4; ++q) {
-      const std::string e = "((mi * " + std::to_string(NIa) + " + 2 * kt + " + std::to_string(q >> 1) + ") * 2 + " + std::to_string(q & 1) + ") * 2";
-      os_ << "        tf_a[mi][" << q << "] = " << pack << "(" << ra << "[" << e << "], " << ra << "[" << e << " + 1]);\n";
-    }
+    for (int q = 0; q < 4; ++q) os_ << "        tf_a[mi][" << q << "] = " << a_fragment(in, q, "mi * " + std::to_string(K / 8) + " + ") << ";\n";
   } else {
     const Buffer& B = buffers_[va.buffer];
     const bool k_contiguous = !va.transposed;  // a = buffer: a[m][k] with k contiguous; a = trans(buffer): m contiguous
@@ -112,6 +95,34 @@ void TileEmitter::dot(const ir::Instr& in) {
   }
   os_ << "    }\n  }\n";
   reads_pending_ = true;
+}
+
+std::pair<TileEmitter::View, TileEmitter::View> TileEmitter::dot_operands(const ir::Instr& in, bool a_regs) {
+  View va, vb = operand_view(in.args[1]);
+  if (!a_regs) va = operand_view(in.args[0]);
+  // One wait covers both operands: copies land in commit order.
+  if (!a_regs && buffers_[va.buffer].group > buffers_[vb.buffer].group) wait_for(va.buffer);
+  wait_for(vb.buffer);
+  if (!a_regs) wait_for(va.buffer);
+  return {va, vb};
+}
+
+void TileEmitter::dot_result(const ir::Instr& in, const std::string& r) {
+  const TileLayout2& L = a_.home[in.result].layout;
+  const std::string acc = in.args.size() > 2 ? get(in.args[2], L) + "[e]" : std::string("0.0f");
+  os_ << "  float " << r << "[" << L.per_thread() << "];\n";
+  os_ << "#pragma unroll\n  for (int e = 0; e < " << L.per_thread() << "; ++e) " << r << "[e] = " << acc << ";\n";
+}
+
+// Fragment q of a 16x16 A block is the accumulator pair (h = q & 1) of its 8-column tile 2 kt + (q >> 1),
+// for mma.sync and wgmma alike. A cast to f16/bf16 that only feeds dots is packed here from its f32 source
+// (cvt.rn.*x2 rounds as the cast would).
+std::string TileEmitter::a_fragment(const ir::Instr& in, int q, const std::string& first_tile) {
+  const ir::ValueId a = in.args[0];
+  const std::string ra = packed_by_dot(a) ? v(defs_[a]->args[0]) : v(a);
+  const std::string pack = fn_.values[a].dtype == ir::DType::bf16 ? "tf_pack_bf16x2" : "tf_pack_f16x2";
+  const std::string e = "((" + first_tile + "2 * kt + " + std::to_string(q >> 1) + ") * 2 + " + std::to_string(q & 1) + ") * 2";
+  return pack + "(" + ra + "[" + e + "], " + ra + "[" + e + " + 1])";
 }
 
 bool TileEmitter::a_from_registers(const ir::Instr& in) const {

@@ -24,10 +24,7 @@ TileEmitter::TileEmitter(const ir::Function& fn, const passes::Analysis& analysi
   users_.resize(fn.values.size());
   ir::walk(fn.body, [&](const ir::Instr& in) {
     // Some dot's result has the warpgroup grid (tile_homes): the kernel may issue wgmma.
-    if (in.op == Op::dot && analysis.warpgroup_mma) {
-      const TileLayout2& l = analysis.home[in.result].layout;
-      wgmma_ = wgmma_ || (l.mma && l.dims[0] / l.warps_m == 16 && l.warps_m % 4 == 0);
-    }
+    if (in.op == Op::dot && analysis.warpgroup_mma) wgmma_ = wgmma_ || passes::on_warpgroups(analysis.home[in.result].layout);
     if (in.result >= 0) defs_[in.result] = &in;
     for (ir::ValueId x : in.args) users_[x].push_back(&in);
     for (ir::ValueId y : in.yields) users_[y].push_back(&in);

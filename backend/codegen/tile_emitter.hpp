@@ -152,6 +152,14 @@ class TileEmitter {
   void prefetch(const ir::Instr& loop, const std::vector<const ir::Instr*>& loads, const std::string& iv, const std::string& phase);
   /// The shared-memory view of a dot operand, writing register operands into a buffer first.
   View operand_view(ir::ValueId id);
+  /// The views of dot `in`'s operands {A, B} (A's left empty when `a_regs`: packed from registers), once
+  /// the copies into them have landed.
+  std::pair<View, View> dot_operands(const ir::Instr& in, bool a_regs);
+  /// Declares dot `in`'s f32 result array `r` in its layout, set to its accumulator operand (or zero).
+  void dot_result(const ir::Instr& in, const std::string& r);
+  /// Fragment register q (0 to 3) of a 16x16 block of dot `in`'s register A operand at k step `kt`, packed
+  /// from its f32 source; `first_tile` (text ending in " + ", or "") offsets the block's 8-column tiles.
+  std::string a_fragment(const ir::Instr& in, int q, const std::string& first_tile);
 
   const ir::Function& fn_;
   const passes::Analysis& a_;

@@ -6,6 +6,7 @@
 // (deferrable_dots; the loop in tile_emitter.cpp copies one iteration less ahead for it). The wgmma
 // instructions are generated per shape beside the kernel (their operand lists depend on N).
 #include <algorithm>
+#include <bit>
 #include <set>
 
 #include "backend/codegen/tile_emitter.hpp"
@@ -50,9 +51,8 @@ bool TileEmitter::warpgroup_fits(const ir::Instr& in) const {
   if (!uses_warpgroup_mma()) return false;
   const ir::ValueType& t = fn_.values[in.result];
   const TileLayout2& L = a_.home[in.result].layout;
-  const int M = static_cast<int>(t.dims[0]), N = static_cast<int>(t.dims[1]);
-  const int wm = L.warps_m, wn = L.warps_n, WN = N / wn;
-  if (!L.mma || M / wm != 16 || wm % 4 != 0 || WN % 8 != 0 || WN > 256) return false;
+  const int WN = static_cast<int>(t.dims[1]) / L.warps_n;
+  if (!passes::on_warpgroups(L) || WN % 8 != 0 || WN > 256) return false;
   // wgmma reads buffers of 64- or 128-byte rows here (the 32-byte swizzle of 16-element rows is wgmma's too,
   // but has run on a GPU only N-major: such dots keep mma.sync); an M- or N-major operand's part for one
   // warpgroup starts on a column block.
@@ -88,30 +88,18 @@ bool TileEmitter::warpgroup_dot(const ir::Instr& in) {
   if (!warpgroup_fits(in)) return false;
   const ir::ValueType& t = fn_.values[in.result];
   const TileLayout2& L = a_.home[in.result].layout;
-  const ir::ValueId a = in.args[0], b = in.args[1];
-  const ir::DType dt = fn_.values[a].dtype;
-  const int N = static_cast<int>(t.dims[1]), K = static_cast<int>(fn_.values[a].dims[1]);
+  const ir::DType dt = fn_.values[in.args[0]].dtype;
+  const int N = static_cast<int>(t.dims[1]), K = static_cast<int>(fn_.values[in.args[0]].dims[1]);
   const int wm = L.warps_m, wn = L.warps_n, WN = N / wn;
   const bool a_regs = a_from_registers(in);
   const bool deferred = deferred_.count(&in) > 0;
 
-  const View vb = operand_view(b);
-  View va;
-  if (!a_regs) va = operand_view(a);
-  if (!a_regs && buffers_[va.buffer].group > buffers_[vb.buffer].group) wait_for(va.buffer);
-  wait_for(vb.buffer);
-  if (!a_regs) wait_for(va.buffer);
+  const auto [va, vb] = dot_operands(in, a_regs);
   // A deferred dot accumulates in place into its loop's carried array and leaves its wgmmas in flight.
   const std::string r = deferred ? v(in.args[2]) : v(in.result);
-  if (!deferred) {
-    const std::string acc = in.args.size() > 2 ? get(in.args[2], L) + "[e]" : std::string("0.0f");
-    os_ << "  float " << r << "[" << L.per_thread() << "];\n";
-    os_ << "#pragma unroll\n  for (int e = 0; e < " << L.per_thread() << "; ++e) " << r << "[e] = " << acc << ";\n";
-  }
-  int log_wm = 0;
-  while ((1 << log_wm) < wm) ++log_wm;
+  if (!deferred) dot_result(in, r);
   os_ << "  {  // on warpgroup MMA: warps 4g .. 4g + 3 compute rows tf_m0 .. tf_m0 + 63 and columns tf_n0 .. tf_n0 + " << WN - 1 << "\n";
-  os_ << "    const int tf_m0 = ((warp & " << wm - 1 << ") >> 2) * 64, tf_n0 = (warp >> " << log_wm << ") * " << WN << ";\n";
+  os_ << "    const int tf_m0 = ((warp & " << wm - 1 << ") >> 2) * 64, tf_n0 = (warp >> " << std::bit_width(unsigned(wm)) - 1 << ") * " << WN << ";\n";
   // The descriptor of an operand's 16-deep slice kt: rows of R bytes in 8-row groups of 8R (the stride
   // byte offset), column blocks rows x R apart (the leading byte offset of an M/N-major operand).
   auto descriptor = [&](const View& view, bool k_major, const std::string& mn0) {
@@ -130,16 +118,11 @@ bool TileEmitter::warpgroup_dot(const ir::Instr& in) {
   const bool a_k_major = a_regs || !va.transposed;
   const std::string helper = wgmma_helper(WN, dt, a_regs, !a_k_major, !b_k_major);
   if (a_regs) {
-    // Fragment q of a 16x16 A block is the accumulator pair (h = q & 1) of its 8-column tile 2 kt + (q >> 1),
-    // exactly as for mma.sync: a warp's 16 rows of a wgmma's A are its rows of the result that made them.
-    const std::string ra = packed_by_dot(a) ? v(defs_[a]->args[0]) : v(a);
-    const std::string pack = dt == ir::DType::bf16 ? "tf_pack_bf16x2" : "tf_pack_f16x2";
+    // A from registers in the fragments mma.sync takes: a warp's 16 rows of a wgmma's A are its rows of the
+    // result that made them.
     os_ << "    unsigned tf_a[" << K / 16 << "][4];\n";
     os_ << "#pragma unroll\n    for (int kt = 0; kt < " << K / 16 << "; ++kt) {\n";
-    for (int q = 0; q < 4; ++q) {
-      const std::string e = "((2 * kt + " + std::to_string(q >> 1) + ") * 2 + " + std::to_string(q & 1) + ") * 2";
-      os_ << "      tf_a[kt][" << q << "] = " << pack << "(" << ra << "[" << e << "], " << ra << "[" << e << " + 1]);\n";
-    }
+    for (int q = 0; q < 4; ++q) os_ << "      tf_a[kt][" << q << "] = " << a_fragment(in, q, "") << ";\n";
     os_ << "    }\n";
   }
   os_ << "#pragma unroll\n    for (int e = 0; e < " << L.per_thread() << "; ++e) tf_wgmma_fence_operand(" << r << "[e]);\n";

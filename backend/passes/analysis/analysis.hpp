@@ -136,5 +136,7 @@ Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& pa
 /// and at most 256 columns; {0, 0} when the result does not spread that way (or `whole_rows` asks for
 /// every row in one warp and it would take more than one warp across).
 std::pair<int, int> warpgroup_grid(int m, int n, int warps, bool whole_rows);
+/// Whether `l` is a dot result's layout with such a grid (16 rows per warp, warps along m in fours).
+bool on_warpgroups(const TileLayout2& l);
 
 }  // namespace tilefuse::passes

@@ -188,6 +188,8 @@ std::pair<int, int> warpgroup_grid(int m, int n, int warps, bool whole_rows) {
   return {wm, wn};
 }
 
+bool on_warpgroups(const TileLayout2& l) { return l.mma && l.dims[0] / l.warps_m == 16 && l.warps_m % 4 == 0; }
+
 TileLayout2 default_layout(const ir::ValueType& t, int warps) {
   const int bytes = t.dtype == ir::DType::i1 ? 4 : ir::dtype_bytes(t.dtype);
   const int vector = std::max(1, 16 / bytes);
