@@ -35,7 +35,7 @@ Program& matrix_program(const char* name, int warps, std::initializer_list<std::
 /// (an sm_90 GPU; KernelOptions::warpgroup_mma is on in the matrix kernels).
 inline bool warpgroup_mma(Backend backend) {
   const Target t = target(backend);
-  return t.gpu && t.arch == "sm_90";
+  return t.gpu && has_warpgroup_mma(t.arch);
 }
 
 }  // namespace tilefuse::kernels

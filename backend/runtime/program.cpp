@@ -14,6 +14,7 @@
 #include "backend/passes/analysis/analysis.hpp"
 #include "backend/passes/passes.hpp"
 #include "backend/runtime/buffer.hpp"
+#include "backend/runtime/target.hpp"
 
 namespace tilefuse {
 
@@ -112,7 +113,7 @@ std::string compile_arch(const codegen::Generated& g, const std::string& arch) {
 }  // namespace
 
 codegen::Generated Program::generate(const Specialization& spec, const std::string& arch) const {
-  const bool wgmma = options_.warpgroup_mma && arch == "sm_90";
+  const bool wgmma = options_.warpgroup_mma && has_warpgroup_mma(arch);
   const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility, wgmma);
   return codegen::generate(
       fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, options_.min_programs_per_sm, options_.cluster_size,

@@ -19,6 +19,9 @@ struct Target {
   std::int64_t l2_bytes = 0;      ///< the GPU's L2 cache (0 for the interpreter)
 };
 
+/// Whether GPU architecture `arch` ("sm_90") has the warpgroup MMA (wgmma) that generated dots may use.
+inline bool has_warpgroup_mma(const std::string& arch) { return arch == "sm_90"; }
+
 /// The target of a launch on `backend` (Backend::automatic resolved as launches resolve it). Throws
 /// driver::DeviceUnavailable for a GPU launch without a GPU.
 Target target(Backend backend);
