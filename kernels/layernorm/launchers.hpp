@@ -13,17 +13,19 @@ using Args = detail::NormArgs;
 /// Column piece of the looped and split-row kernels.
 inline constexpr int kLoopBlock = 4096;
 
-/// Whether LayerNorm reads rows that are not whole vectors through aligned windows unless Tuning::peel says
-/// otherwise: no. Through a window, x and y move 16 bytes at a time but w and b, off the window's boundary,
-/// go element by element with each thread's elements 16 bytes apart (measured on the H200, 2026-12-01,
-/// 1803645 x 47 bf16: 320 us through windows, 251 us element by element with neighbouring threads on
-/// neighbouring elements).
-inline constexpr bool kNormPeelRule = false;
+/// Whether LayerNorm reads rows of `cols` elements of `element_bytes` that are not whole vectors through
+/// aligned windows unless Tuning::peel says otherwise: f16 and bf16 rows of at least 2 KB (one pass of a
+/// 128-thread program's 16-byte vectors). Element by element such rows move 2 bytes per lane, through a
+/// window x and y move 16 (w and b, off the window's boundary, go element by element either way); f32
+/// rows move 4 bytes per lane either way, and narrow half rows are too short for the window's wide body
+/// to pay for its two masked end runs (H200 sweeps, bench/NOTES.md "Shapes outside the suite").
+inline bool norm_peels(std::int64_t cols, int element_bytes) { return element_bytes < 4 && cols * element_bytes >= 2048; }
 
-/// Whether LayerNorm holds narrow rows several per program unless Tuning::pack_rows says otherwise: no.
-/// One row per one-warp program (8 to a thread block) measured faster (H200, 2026-12-01: 78091 x 136 f16
-/// 23.5 us against 28.1 us packed; the sweep's aligned narrow rows 0.70 x copy unpacked, 0.56 packed).
-inline constexpr bool kNormPackRule = false;
+/// Widest row tile (bytes) LayerNorm holds several of per program unless Tuning::pack_rows says
+/// otherwise: 128. A one-warp program per row keeps at most 8 of its 32 lanes busy on a tile that narrow,
+/// while wider rows measured faster one per program (H200, 2026-12-01: 78091 x 136 f16, a 512-byte tile:
+/// 23.5 us one per program, 28.1 us packed).
+inline constexpr std::int64_t kNormPackedRowBytes = 128;
 
 /// Parameter names of the kernels that take (x, w, b, y, mean, rstd, stride, n, eps).
 inline constexpr const char* kParams[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"};

@@ -41,11 +41,11 @@ void one_program(const RowCall& call, const Args& a) {
       return;
     }
     static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps"};
-    const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>(), kNormPeelRule);
+    const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>(), norm_peels(call.cols, element_bytes_of<T>()));
     // Rows that are not whole vectors: through their aligned windows, where the window fits one program.
     const std::int64_t window = window_cols(call.cols, element_bytes_of<T>());
     // Narrow rows: several per program as one 2D tile.
-    if (packed_rows(call.opt.tuning, peel ? window : call.cols, element_bytes_of<T>(), kNormPackRule)) {
+    if (packed_rows(call.opt.tuning, peel ? window : call.cols, element_bytes_of<T>(), kNormPackedRowBytes)) {
       static constexpr const char* packed_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "n_rows", "eps"};
       with_block<kPackedRowBytes / 2>(peel ? window : call.cols, [&]<int C>() {
         if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {

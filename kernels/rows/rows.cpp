@@ -164,10 +164,11 @@ bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes, bool by_
   return tuning.peel.value_or(by_default) && (cols * element_bytes) % 16 != 0;
 }
 
-bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, bool by_default) {
+bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, std::int64_t default_bytes) {
   std::int64_t tile = 1;
   while (tile < width) tile *= 2;
-  return tuning.pack_rows.value_or(by_default) && tile * element_bytes <= kPackedRowBytes;
+  const std::int64_t bytes = tile * element_bytes;
+  return bytes <= kPackedRowBytes && tuning.pack_rows.value_or(bytes <= default_bytes);
 }
 
 KernelShape packed_shape(const Tuning& tuning) { return KernelShape{4, min_programs(resident_threads(tuning, 0), 4)}; }

@@ -100,9 +100,9 @@ bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes, bool by_
 inline constexpr std::int64_t kPackedRowBytes = 512;
 
 /// Whether rows whose tile is `width` columns (the row, or its aligned window) of `element_bytes` go
-/// several to a program: tiles of at most kPackedRowBytes, when Tuning::pack_rows (or, unset, the
-/// family's rule `by_default`) says so.
-bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, bool by_default = true);
+/// several to a program: when Tuning::pack_rows says so, tiles of at most kPackedRowBytes; unset, tiles of
+/// at most the family's `default_bytes`.
+bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, std::int64_t default_bytes = kPackedRowBytes);
 
 /// The narrow-row kernels' shape: four warps (a program holds 8 KB of rows, kRowsPerProgram).
 KernelShape packed_shape(const Tuning& tuning);

@@ -177,6 +177,26 @@ TEST(RowsAlignment, NarrowRowsGoSeveralToAProgram) {
   check_layernorm<float>(40, 33, RowVariant::one_program, true, 1e4f, true);  // shifted by each row's first element
 }
 
+TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
+  // Unless tuned: odd f16/bf16 rows through windows from 2 KB, f32 rows and shorter half rows element by
+  // element; several rows per program for tiles up to 128 bytes, one per program above.
+  const kernels::RowOptions opt{Backend::interpreter};
+  auto name = [&](ir::DType t, std::int64_t cols) { return kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0)->name(); };
+  EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_peeled_4096");  // 6.5 KB
+  EXPECT_EQ(name(ir::DType::f16, 1025), "layernorm_peeled_2048");   // 2050 bytes
+  EXPECT_EQ(name(ir::DType::f16, 1023), "layernorm_1024");          // 2046 bytes
+  EXPECT_EQ(name(ir::DType::f32, 3261), "layernorm_4096");
+  EXPECT_EQ(name(ir::DType::bf16, 47), "layernorm_rows_64x64");     // a 128-byte tile
+  EXPECT_EQ(name(ir::DType::f32, 31), "layernorm_rows_64x32");
+  EXPECT_EQ(name(ir::DType::f16, 136), "layernorm_256");              // a 512-byte tile
+  // What Tuning says wins over the defaults.
+  kernels::RowOptions tuned = opt;
+  tuned.tuning.peel = false;
+  tuned.tuning.pack_rows = true;
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::bf16, 3261, tuned).at(0)->name(), "layernorm_4096");
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 136, tuned).at(0)->name(), "layernorm_rows_16x256");
+}
+
 TEST(RowsAlignment, NarrowRowKernelsMove16BytesPerAccess) {
   for (std::int64_t cols : {47, 64}) {  // odd rows through their windows; whole vectors as they are
     const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, cols, packed(true)).at(0);
