@@ -101,7 +101,11 @@ void TileEmitter::convert(ir::ValueId id, const std::string& from, const TileLay
   os_ << "  // %" << id << " to layout L" << layout_id(b) << " through shared memory\n";
   os_ << "  " << type << " " << to << "[" << b.per_thread() << "];\n  {\n";
   os_ << "    " << type << "* const tf_x = reinterpret_cast<" << type << "*>(tf_scratch);\n";
+  // A tile held more than once (smaller than the program's threads) is written by one holder of each element.
+  const std::string owner = owner_guard(a);
+  if (!owner.empty()) os_ << "    if (" << owner << ") {  // (the tile is held more than once: its first holders write it)\n";
   os_ << "#pragma unroll\n    for (int e = 0; e < " << a.per_thread() << "; ++e) tf_x[" << index(a) << "] = " << from << "[e];\n";
+  if (!owner.empty()) os_ << "    }\n";
   os_ << "    __syncthreads();\n";
   os_ << "#pragma unroll\n    for (int e = 0; e < " << b.per_thread() << "; ++e) " << to << "[e] = tf_x[" << index(b) << "];\n";
   os_ << "    __syncthreads();\n  }\n";
