@@ -1,8 +1,9 @@
 """Peers of tilefuse's matrix kernels on the same GPU, in the same run as the C++ bench: SDPA (flash and
 cuDNN backends), a Triton fused-attention kernel (tl.dot, online softmax, best of a few block configs),
 and torch.matmul (cuBLAS) with the bias + GELU epilogue fused by torch.compile and as separate passes.
-Python is needed only for this comparison. Prints one line per row; OUT=dir also writes peers_matrix.json."""
-import json, os, time
+Python is needed only for this comparison. Prints one line per row; OUT=dir also writes peers_matrix.json.
+    python3 bench/peers_matrix.py [attention|matmul]    (one family only; both without an argument)"""
+import json, os, sys, time
 import torch
 import torch.nn.functional as F
 import triton
@@ -60,9 +61,10 @@ def main():
     from torch.nn.attention import sdpa_kernel, SDPBackend
     props = torch.cuda.get_device_properties(0)
     print("device", props.name, "torch", torch.__version__, "triton", triton.__version__, flush=True)
-    for B, H, N, D, causal, dt in [(4, 32, 4096, 128, False, torch.bfloat16), (4, 32, 4096, 128, True, torch.bfloat16),
+    only = sys.argv[1] if len(sys.argv) > 1 else None
+    for B, H, N, D, causal, dt in ([] if only == "matmul" else [(4, 32, 4096, 128, False, torch.bfloat16), (4, 32, 4096, 128, True, torch.bfloat16),
                                    (8, 16, 2048, 64, False, torch.bfloat16), (1, 32, 16384, 128, True, torch.bfloat16),
-                                   (4, 32, 4096, 128, False, torch.float16)]:
+                                   (4, 32, 4096, 128, False, torch.float16)]):
         q, k, v = (torch.randn(B, H, N, D, device=dev, dtype=dt) for _ in range(3))
         flops = 4 * B * H * N * N * D / (2 if causal else 1)
         shape = f"B{B} H{H} N{N} D{D}{' causal' if causal else ''} {str(dt)[6:]}"
@@ -88,7 +90,7 @@ def main():
             record("attention", f"triton fused (best of 5: {cfg})", shape, ms, flops)
     gelu = lambda x: F.gelu(x)
     fused = torch.compile(lambda a, b, bias: F.gelu(a @ b + bias))
-    for m in (4096, 8192):
+    for m in (() if only == "attention" else (4096, 8192)):
         a, b = (torch.randn(m, m, device=dev, dtype=torch.bfloat16) for _ in range(2))
         bias = torch.randn(m, device=dev, dtype=torch.bfloat16)
         flops = 2 * m ** 3

@@ -21,16 +21,16 @@ enum class MatmulEpilogue : std::uint8_t {
 inline constexpr int kMatmulGroup = 8;
 
 /// One BM x BN block of C = epilogue(A B + bias), for a 1D grid of cdiv(M, BM) * cdiv(N, BN) programs
-/// in grouped order.
-template <class T, int BM, int BN, int BK, MatmulEpilogue E>
+/// in grouped order (groups of G blocks along M).
+template <class T, int BM, int BN, int BK, MatmulEpilogue E, int G = kMatmulGroup>
 void matmul_program(tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<T> bias, tl::Ptr<T> c, tl::Scalar<tl::i32> M, tl::Scalar<tl::i32> N,
                     tl::Scalar<tl::i32> K) {
   namespace t = tl;
   const auto pid = t::program_id(0);
   const auto blocks_m = (M + (BM - 1)) / BM, blocks_n = (N + (BN - 1)) / BN;
-  const auto per_group = blocks_n * kMatmulGroup;
-  const auto first_m = (pid / per_group) * kMatmulGroup;
-  const auto group_m = t::minimum(blocks_m - first_m, kMatmulGroup);
+  const auto per_group = blocks_n * G;
+  const auto first_m = (pid / per_group) * G;
+  const auto group_m = t::minimum(blocks_m - first_m, G);
   const auto in_group = pid % per_group;
   const auto rows = (first_m + in_group % group_m) * BM + t::arange<BM>();
   const auto cols = (in_group / group_m) * BN + t::arange<BN>();
