@@ -107,7 +107,7 @@ std::vector<const ir::Instr*> TileEmitter::pipelined_loads(const ir::Instr& loop
 }
 
 void TileEmitter::prefetch(const ir::Instr& loop, const std::vector<const ir::Instr*>& loads, const std::string& iv,
-                           const std::string& phase) {
+                           const std::string& phase, std::size_t memo_floor) {
   // The body's scalars the copies need, in body order, computed again inside a block where the loop's
   // variable names iteration `iv` (the block's declarations shadow the body's).
   std::vector<bool> need(fn_.values.size(), false);
@@ -123,13 +123,37 @@ void TileEmitter::prefetch(const ir::Instr& loop, const std::vector<const ir::In
   const std::string next = fresh("tf_ahead");
   os_ << "  {\n  const int " << next << " = " << iv << ";\n  const bool " << next << "_on = " << next << " < " << v(loop.args[1]) << ";\n";
   os_ << "  const int " << v(loop.block_args[0]) << " = " << next << ";\n";
+  // Values of the body (emitted before these copies when they come mid-body) hold this iteration's
+  // values: the copies compute what they need again, in a scope of their own over the loop-invariant ones.
+  std::vector<bool> in_body(fn_.values.size(), false);
+  for (const ir::Instr& b : loop.body) {
+    if (b.result >= 0) in_body[b.result] = true;
+    for (ir::ValueId r : b.results) in_body[r] = true;
+  }
+  std::vector<std::map<std::string, std::string>> body_memo;
+  while (memo_.size() > memo_floor) {
+    body_memo.insert(body_memo.begin(), std::move(memo_.back()));
+    memo_.pop_back();
+  }
   memo_.emplace_back();
+  const std::vector<bool>* outer_fresh = prefetch_fresh_;
+  prefetch_fresh_ = &in_body;
   for (const ir::Instr& b : loop.body)
     if (b.result >= 0 && need[b.result] && fn_.values[b.result].rank == 0)
       os_ << "  " << reg_type(b.result) << " const " << v(b.result) << " = " << scalar(b) << ";\n";
   for (const ir::Instr* l : loads) copy_into(*l, piped_.at(l), phase, next + "_on");
+  prefetch_fresh_ = outer_fresh;
   memo_.pop_back();
+  for (auto& m : body_memo) memo_.push_back(std::move(m));
   os_ << "  }\n";
+}
+
+void TileEmitter::emit_pending_prefetch() {
+  if (!pending_prefetch_ || pending_prefetch_depth_ != loop_depth_) return;
+  auto emit = std::move(pending_prefetch_);
+  pending_prefetch_ = nullptr;
+  pending_prefetch_depth_ = -1;
+  emit();
 }
 
 // What a loop carries (its tiles) plus the largest dot result it computes besides (a dot that becomes a
@@ -254,12 +278,14 @@ std::string TileEmitter::get(ir::ValueId id, const TileLayout2& l) {
   const passes::TileHome& h = a_.home[id];
   if (h.where == Where::shared)
     throw std::logic_error("tilefuse codegen: kernel '" + fn_.name + "': %" + std::to_string(id) + " lives in shared memory");
-  if (h.where == Where::registers && h.layout.same(l)) return v(id);
+  // Copies ahead compute the body's values again for their own iteration (prefetch).
+  const bool again = prefetch_fresh_ && (*prefetch_fresh_)[id];
+  if (h.where == Where::registers && h.layout.same(l) && !again) return v(id);
   const std::string key = std::to_string(id) + "@" + std::to_string(layout_id(l));
   for (auto s = memo_.rbegin(); s != memo_.rend(); ++s)
     if (auto it = s->find(key); it != s->end()) return it->second;
   const std::string name = v(id) + "_L" + std::to_string(layout_id(l));
-  if (h.where == Where::registers) {
+  if (h.where == Where::registers && !again) {
     convert(id, v(id), h.layout, l, name);
   } else {
     compute(*defs_[id], l, name);
@@ -382,7 +408,7 @@ void TileEmitter::loop(const ir::Instr& in) {
     }
     os_ << "  // copies ahead for the loop below: " << S << " stages, " << ahead << " iteration" << (ahead > 1 ? "s" : "") << " ahead\n";
     for (int s = 0; s < ahead; ++s) {
-      prefetch(in, piped, v(in.args[0]) + " + " + std::to_string(s) + " * " + v(in.args[2]), std::to_string(s));
+      prefetch(in, piped, v(in.args[0]) + " + " + std::to_string(s) + " * " + v(in.args[2]), std::to_string(s), memo_.size());
       if (s == 0)
         for (const ir::Instr* l : piped) first_group.push_back(buffers_[piped_[l]].group);
     }
@@ -394,18 +420,33 @@ void TileEmitter::loop(const ir::Instr& in) {
       << ") {\n";
   std::ostringstream body;
   std::swap(os_, body);
+  const std::size_t memo_floor = memo_.size();
   memo_.emplace_back();
   ++loop_depth_;
   reads_pending_ = true;  // the previous iteration's reads of shared buffers
+  auto outer_pending = std::move(pending_prefetch_);
+  const int outer_depth = pending_prefetch_depth_;
+  pending_prefetch_ = nullptr;
   if (!piped.empty()) {
-    std::vector<int> current;
-    for (const ir::Instr* l : piped) current.push_back(buffers_[piped_[l]].group);
-    prefetch(in, piped, iv + " + " + std::to_string(ahead) + " * " + v(in.args[2]),
-             S == 2 ? "(" + phase + " ^ 1)" : "(" + phase + " + " + std::to_string(ahead) + ") % " + std::to_string(S));
-    // This iteration reads the copies issued `ahead` iterations ago.
-    for (std::size_t k = 0; k < piped.size(); ++k) buffers_[piped_[piped[k]]].group = current[k];
+    // The copies for iteration iv + ahead go after the body's first barrier: every thread reaches it only
+    // once done with the previous iteration (its reads of shared memory, its waits for earlier wgmmas), so
+    // the stage they overwrite is free without a barrier of their own. That barrier is where the body
+    // waits for this iteration's copies; issuing the next ones just after keeps them as far ahead.
+    pending_prefetch_depth_ = loop_depth_;
+    pending_prefetch_ = [this, &in, piped, ahead, S, phase, iv, memo_floor] {
+      // The copies update their buffers' groups; this iteration's waits still refer to the copies issued
+      // `ahead` iterations ago.
+      std::vector<int> current;
+      for (const ir::Instr* l : piped) current.push_back(buffers_[piped_[l]].group);
+      prefetch(in, piped, iv + " + " + std::to_string(ahead) + " * " + v(in.args[2]),
+               S == 2 ? "(" + phase + " ^ 1)" : "(" + phase + " + " + std::to_string(ahead) + ") % " + std::to_string(S), memo_floor);
+      for (std::size_t k = 0; k < piped.size(); ++k) buffers_[piped_[piped[k]]].group = current[k];
+    };
   }
   for (const ir::Instr& b : in.body) instr(b);
+  emit_pending_prefetch();  // a body without a barrier of its own: its copies at the end (after one)
+  pending_prefetch_ = std::move(outer_pending);
+  pending_prefetch_depth_ = outer_depth;
   if (!piped.empty()) os_ << "  " << phase << " = " << (S == 2 ? phase + " ^ 1" : "(" + phase + " + 1) % " + std::to_string(S)) << ";\n";
   os_ << "  // yield\n";
   for (std::size_t k = 0; k < carried; ++k) {

@@ -7,6 +7,7 @@
 // tile_wgmma.cpp (sm_90's warpgroup MMA).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <utility>
@@ -147,9 +148,14 @@ class TileEmitter {
   /// induction variable and values from outside the loop).
   std::vector<const ir::Instr*> pipelined_loads(const ir::Instr& loop) const;
   /// Emits the copies of the pipelined `loads` for the iteration whose induction variable is `iv` (when
-  /// it is below the loop's end), into stage `phase`: the body's scalars they need are computed again
-  /// with the loop's variable set to iv.
-  void prefetch(const ir::Instr& loop, const std::vector<const ir::Instr*>& loads, const std::string& iv, const std::string& phase);
+  /// it is below the loop's end), into stage `phase`: the body's scalars and tiles they need are computed
+  /// again with the loop's variable set to iv (nothing the body computed for its own iteration is reused).
+  /// Scopes of memo_ at and above `memo_floor` (the body's) are set aside meanwhile.
+  void prefetch(const ir::Instr& loop, const std::vector<const ir::Instr*>& loads, const std::string& iv, const std::string& phase,
+                std::size_t memo_floor);
+  /// Emits the loop body's copies ahead if they are still to come at this loop depth (after the body's
+  /// first barrier, or at its end).
+  void emit_pending_prefetch();
   /// The shared-memory view of a dot operand, writing register operands into a buffer first.
   View operand_view(ir::ValueId id);
   /// The views of dot `in`'s operands {A, B} (A's left empty when `a_regs`: packed from registers), once
@@ -186,6 +192,11 @@ class TileEmitter {
   std::int64_t scratch_bytes_ = 0;
   int next_name_ = 0;
   int loop_depth_ = 0;
+  // A loop body's copies for a later iteration, issued after the body's first barrier (which every thread
+  // reaches only once done with the previous iteration's reads): one barrier per iteration, not two.
+  std::function<void()> pending_prefetch_;
+  int pending_prefetch_depth_ = -1;
+  const std::vector<bool>* prefetch_fresh_ = nullptr;  // while prefetching: the loop body's values, computed anew
   bool wgmma_ = false;                          // uses_warpgroup_mma()
   std::set<const ir::Instr*> deferred_;         // dots whose wgmmas stay in flight across iterations (deferrable_dots)
   std::map<std::string, std::string> wgmma_helpers_;  // name -> definition, of the wgmma shapes the kernel issues

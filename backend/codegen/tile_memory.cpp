@@ -224,6 +224,7 @@ void TileEmitter::wait_for(int buffer) {
   for (Buffer& o : buffers_)
     if (o.group == -2) o.group = -1;  // written by plain stores: published by this barrier
   reads_pending_ = false;
+  emit_pending_prefetch();  // the loop's copies ahead, now that the stage they overwrite is free
 }
 
 }  // namespace tilefuse::codegen

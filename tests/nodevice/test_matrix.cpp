@@ -11,6 +11,7 @@
 #include "kernels/attention/programs.hpp"
 #include "kernels/matmul/programs.hpp"
 #include "tests/common/matrix_check.hpp"
+#include "tests/common/text.hpp"
 
 namespace tl = tilefuse::tl;
 using namespace tilefuse;
@@ -189,6 +190,42 @@ TEST(Matrix, LoopDotsKeepTheirWgmmasInFlight) {
   const std::string a = attention.program().cuda_source(attention.program().default_specialization(), "sm_90");
   EXPECT_NE(a.find("tf_wgmma_wait<0>();"), std::string::npos);
   EXPECT_EQ(a.find("tf_wgmma_wait<1>"), std::string::npos);
+}
+
+// A pipelined loop's body barriers once per wait for its copies, not once more for the copies ahead:
+// those are issued right after the body's first barrier (every thread is then done with the previous
+// iteration, so the stage they overwrite is free) and before the body's dots.
+TEST(Matrix, CopiesAheadFollowTheBodysFirstBarrier) {
+  // The body of the loop whose stage variable is `stage`: from its header to the stage's increment.
+  auto body = [](const std::string& src, const std::string& stage) {
+    const std::size_t end = src.find("\n    " + stage + " = ");
+    const std::size_t begin = src.rfind("  for (int v", end);
+    EXPECT_NE(end, std::string::npos);
+    EXPECT_NE(begin, std::string::npos);
+    return src.substr(begin, end - begin);
+  };
+  KernelOptions o{8};
+  o.num_stages = 4;
+  Kernel<&kernels::matmul_program<tl::bf16, 128, 256, 64, kernels::MatmulEpilogue::none>> wg("matmul_one_barrier", o);
+  o.num_stages = 2;
+  Kernel<&kernels::matmul_program<tl::bf16, 128, 128, 64, kernels::MatmulEpilogue::none>> sync("matmul_one_barrier_sync", o);
+  for (const std::string& src : {wg.program().cuda_source(wg.program().default_specialization(), "sm_90"),
+                                 sync.program().cuda_source(sync.program().default_specialization())}) {
+    const std::string b = body(src, "tf_stage0");
+    EXPECT_EQ(test::occurrences(b, "__syncthreads()"), 1u) << b;
+    const std::size_t barrier = b.find("__syncthreads()"), copies = b.find("-> shared buffer 0, stage (tf_stage0");
+    ASSERT_NE(copies, std::string::npos) << b;
+    EXPECT_LT(b.find("tf_cp_wait<"), barrier) << b;
+    EXPECT_LT(barrier, copies) << b;
+    EXPECT_LT(copies, b.find(src.find("wgmma.mma_async") != std::string::npos ? "tf_wgmma_m64n256k16" : "tf_mma_bf16")) << b;
+  }
+  // Attention: two waits (K, then V), two barriers; both copies ahead after the first.
+  KernelOptions a{4};
+  Kernel<&kernels::attention_program<tl::bf16, 64, 64, 128, true>> attention("attention_one_barrier", a);
+  const std::string b = body(attention.program().cuda_source(attention.program().default_specialization(), "sm_90"), "tf_stage0");
+  EXPECT_EQ(test::occurrences(b, "__syncthreads()"), 2u) << b;
+  EXPECT_LT(b.find("__syncthreads()"), b.find("-> shared buffer 2, stage (tf_stage0")) << b;
+  EXPECT_LT(b.find("-> shared buffer 2, stage (tf_stage0"), b.find("tf_wgmma_wait<0>")) << b;
 }
 
 // Warpgroup MMA is generated only for sm_90 and only when allowed: the architecture-free source (what
