@@ -4,7 +4,6 @@
 
 #include "kernels/layernorm/launchers.hpp"
 #include "kernels/layernorm/programs.hpp"
-#include "kernels/rows/workspace.hpp"
 
 namespace tilefuse::kernels::layernorm_launch {
 
@@ -61,17 +60,10 @@ void one_program(const RowCall& call, const Args& a) {
       return;
     }
     if (peel && window <= kNormMaxCols) {
-      // w and b shifted for each head a window can have (affine_shifts_program), into the kept scratch.
-      const std::int64_t pitch = shift_pitch(call.cols, element_bytes_of<T>());
-      const Workspace shifted = shifts_workspace(call.opt, a.x.dtype, kVectorElements<T> * pitch);
-      static constexpr const char* shift_params[] = {"w", "b", "ws", "bs", "n"};
-      constexpr int kShiftBlock = 1024;
-      launch(call, kernel_for<&affine_shifts_program<T, kShiftBlock>>(KernelShape{4}, [] { return std::string("layernorm_affine_shifts"); }, shift_params),
-             Grid((pitch + kShiftBlock - 1) / kShiftBlock, kVectorElements<T>), std::array{a.w, a.b, shifted.first, shifted.second, n});
       with_block<kNormMaxCols>(window, [&]<int B>() {
         Program& p = kernel_for<&layernorm_program<T, B, 1, true>>(row_shape(call.opt.tuning, element_bytes_of<T>(), B),
                                                                    [] { return "layernorm_peeled_" + std::to_string(B); }, params);
-        launch(call, p, grid, std::array{a.x, shifted.first, shifted.second, a.y, a.mean, a.rstd, n, n, n, eps});
+        launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, n, eps});
       });
       return;
     }

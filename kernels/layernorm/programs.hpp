@@ -14,42 +14,12 @@ namespace tilefuse::kernels {
 
 namespace tl = tilefuse::tl;
 
-/// Elements between the shifted copies of w (or b) that layernorm_program reads with PEEL, for rows of n
-/// columns: the widest window of such a row (n + V - 1, V elements per 16-byte vector) in whole vectors.
-template <class T>
-tl::Scalar<tl::i32> shift_pitch(tl::Scalar<tl::i32> n) {
-  constexpr int V = kVectorElements<T>;
-  return (n + (2 * V - 2)) / V * V;
-}
-inline std::int64_t shift_pitch(std::int64_t n, int element_bytes) {
-  const int V = 16 / element_bytes;
-  return (n + (2 * V - 2)) / V * V;
-}
-
-/// The shifted copies of w and b that layernorm_program reads with PEEL: copy s (0 <= s < V) of w holds
-/// w moved s columns right (ws[s * pitch + c] = w[c - s], 0 outside the row), so that a row whose window
-/// starts s columns before it finds the w of window index c at copy s, index c: at a 16-byte boundary
-/// wherever the window's x is, and read 16 bytes at a time like it. Grid: (cdiv(pitch, BLOCK), V), pitch =
-/// shift_pitch(n).
-template <class T, int BLOCK>
-void affine_shifts_program(tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> ws, tl::Ptr<T> bs, tl::Scalar<tl::i32> n) {
-  auto s = tl::program_id(1);
-  auto pitch = shift_pitch<T>(n);
-  auto c = tl::program_id(0) * BLOCK + tl::arange<BLOCK>();
-  auto from = tl::maximum(c - s, 0);
-  auto in_row = (c >= s) & (c - s < n);
-  auto at = s * pitch + c;
-  tl::store(ws + at, tl::load(w + from, in_row), c < pitch);
-  tl::store(bs + at, tl::load(b + from, in_row), c < pitch);
-}
-
 /// y = (x - mean) * rstd * w + b per row; writes mean and rstd per row (f32) for a backward pass. The row
 /// is held in registers as PIECES tiles of PIECE columns (a 12288-column row as 3 x 4096, where one tile
 /// would be 16384 wide and a quarter of it masked off): every piece but the last is whole, and the last
 /// holds `tail` = n - (PIECES - 1) * PIECE columns. With PEEL (one piece), the row is read through its
-/// aligned window (row_window: x and y in 16-byte runs for widths that are not a multiple of 16 bytes),
-/// and w and b are their shifted copies (affine_shifts_program), read at the window's indices in the copy
-/// of the window's head, 16 bytes at a time as well.
+/// aligned window (row_window: x and y in 16-byte runs for widths that are not a multiple of 16 bytes;
+/// w and b then sit off the vector boundary and go element by element, from cache).
 template <class T, int PIECE, int PIECES = 1, bool PEEL = false>
 void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                        tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
@@ -83,7 +53,7 @@ void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, t
   auto in_row = [&](int k, F32Tile t) { return k + 1 < PIECES ? t : tl::where(last, t, 0.0); };
   // w and b of piece k, widened.
   auto affine = [&](int k) {
-    auto at = PEEL ? head * shift_pitch<T>(n) + cols : k * PIECE + cols;
+    auto at = k * PIECE + (PEEL ? cols - head : cols);
     auto load = [&](tl::Ptr<T> p) { return tl::cast<tl::f32>(masked(k, [&](auto... m) { return tl::load(p + at, m...); })); };
     return std::pair{load(w), load(b)};
   };

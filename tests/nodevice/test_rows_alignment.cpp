@@ -143,15 +143,11 @@ TEST(RowsAlignment, PeeledKernelsMove16BytesPerAccess) {
   EXPECT_EQ(occurrences(plain, "tf_load_vec<"), 0u) << plain;                // element by element
   // The unpeeled kernel's threads take neighbouring elements (runs of 1), not runs of 8 read one by one.
   EXPECT_NE(plain.find("in runs of 1"), std::string::npos) << plain;
-  // LayerNorm: x in and y out in 16-byte runs, and w and b from their shifted copies (made by a first
-  // kernel) at the window's indices, 16 bytes at a time too.
-  const auto ln_programs = kernels::layernorm_programs(RowVariant::one_program, ir::DType::bf16, 3261, interpreter(true));
-  ASSERT_EQ(ln_programs.size(), 2u);
-  EXPECT_EQ(ln_programs[0]->name(), "layernorm_affine_shifts");
-  const Program* ln = ln_programs[1];
+  // LayerNorm: x in and y out in 16-byte runs; w and b, off the window's alignment, element by element.
+  const Program* ln = kernels::layernorm_programs(RowVariant::one_program, ir::DType::bf16, 3261, interpreter(true)).at(0);
   EXPECT_EQ(ln->name(), "layernorm_peeled_4096");
   const std::string ln_src = ln->cuda_source(odd_rows(*ln));
-  EXPECT_EQ(occurrences(ln_src, "tf_load_vec<unsigned, 4"), 3u) << ln_src;  // x (with the streaming hint), w, b
+  EXPECT_EQ(occurrences(ln_src, "tf_load_vec<unsigned, 4"), 1u) << ln_src;  // (with the streaming hint)
   EXPECT_EQ(occurrences(ln_src, "tf_store_vec<unsigned, 4"), 1u) << ln_src;
   for (RowVariant v : {RowVariant::looped, RowVariant::split}) {
     for (const Program* p : kernels::softmax_programs(v, ir::DType::f16, 30001, interpreter(true), 4)) {
@@ -185,8 +181,7 @@ TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   // Unless tuned: odd f16/bf16 rows through windows from 2 KB, f32 rows and shorter half rows element by
   // element; several rows per program for tiles up to 128 bytes, one per program above.
   const kernels::RowOptions opt{Backend::interpreter};
-  // (the row kernel: peeled rows come after the kernel that shifts w and b)
-  auto name = [&](ir::DType t, std::int64_t cols) { return kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).back()->name(); };
+  auto name = [&](ir::DType t, std::int64_t cols) { return kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0)->name(); };
   EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_peeled_4096");  // 6.5 KB
   EXPECT_EQ(name(ir::DType::f16, 1025), "layernorm_peeled_2048");   // 2050 bytes
   EXPECT_EQ(name(ir::DType::f16, 1023), "layernorm_1024");          // 2046 bytes
