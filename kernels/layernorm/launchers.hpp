@@ -21,6 +21,12 @@ inline constexpr int kLoopBlock = 4096;
 /// to pay for its two masked end runs (H200 sweeps, bench/NOTES.md "Shapes outside the suite").
 inline bool norm_peels(std::int64_t cols, int element_bytes) { return element_bytes < 4 && cols * element_bytes >= 2048; }
 
+/// Whether a LayerNorm call on rows of `cols` elements of `element_bytes` reads them through windows:
+/// peeled() with LayerNorm's rule.
+inline bool norm_peeled(const Tuning& tuning, std::int64_t cols, int element_bytes) {
+  return peeled(tuning, cols, element_bytes, norm_peels(cols, element_bytes));
+}
+
 /// Widest row tile (bytes) LayerNorm holds several of per program unless Tuning::pack_rows says
 /// otherwise: 128. A one-warp program per row keeps at most 8 of its 32 lanes busy on a tile that narrow,
 /// while wider rows measured faster one per program (H200, 2026-12-01: 78091 x 136 f16, a 512-byte tile:

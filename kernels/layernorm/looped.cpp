@@ -12,7 +12,7 @@ void looped(const RowCall& call, const Args& a) {
   const Arg n = i32(call.cols);
   with_float_dtype(a.x.dtype, [&]<class T>() {
     const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
-    Program& p = peeled(call.opt.tuning, call.cols, element_bytes_of<T>(), norm_peels(call.cols, element_bytes_of<T>()))
+    Program& p = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>())
                      ? kernel_for<&layernorm_looped_program<T, kLoopBlock, true>>(shape, [] { return std::string("layernorm_looped_peeled"); }, kParams)
                      : kernel_for<&layernorm_looped_program<T, kLoopBlock>>(shape, [] { return std::string("layernorm_looped"); }, kParams);
     launch(call, p, Grid(call.rows), std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, Arg::of_f32(a.eps)});
@@ -28,7 +28,7 @@ void split(const RowCall& call, const Args& a) {
   const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
   with_float_dtype(a.x.dtype, [&]<class T>() {
     // Rows that are not whole vectors: the chunks split each row's aligned window.
-    const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>(), norm_peels(call.cols, element_bytes_of<T>()));
+    const bool peel = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     const Arg c = i32(split_row_chunk(call.entry, peel ? window_cols(call.cols, element_bytes_of<T>()) : call.cols, plan.splits,
                                       kNormMaxSplits, kLoopBlock));
     static constexpr const char* partial_params[] = {"x", "partial_s1", "partial_s2", "stride", "n", "chunk", "first_row"};

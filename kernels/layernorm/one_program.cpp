@@ -41,7 +41,7 @@ void one_program(const RowCall& call, const Args& a) {
       return;
     }
     static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps"};
-    const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>(), norm_peels(call.cols, element_bytes_of<T>()));
+    const bool peel = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     // Rows that are not whole vectors: through their aligned windows, where the window fits one program.
     const std::int64_t window = window_cols(call.cols, element_bytes_of<T>());
     // Narrow rows: several per program as one 2D tile.

@@ -23,7 +23,7 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
       add(RowVariant::one_program, [&](Tuning& t) { t.pack_rows = !packed_rows(opt.tuning, cols, element_bytes, layernorm_launch::kNormPackedRowBytes); });
   }
   if ((cols * element_bytes) % 16 != 0)  // rows that are not whole vectors: the other way of reading them
-    add(RowVariant::automatic, [&](Tuning& t) { t.peel = !peeled(opt.tuning, cols, element_bytes, layernorm_launch::norm_peels(cols, element_bytes)); });
+    add(RowVariant::automatic, [&](Tuning& t) { t.peel = !layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes); });
   if (cols <= kStageMaxCols)
     for (int w : {2, 4, 8}) add(RowVariant::staged, [&](Tuning& t) { t.staged_warps = w; });
   if (target.clusters && cols <= kNormClusterMaxCols) add(RowVariant::cluster, none);
