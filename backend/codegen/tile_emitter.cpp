@@ -4,6 +4,7 @@
 #include "backend/codegen/tile_emitter.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 #include "backend/codegen/emitter.hpp"
@@ -74,12 +75,17 @@ std::string TileEmitter::run() {
   return out.str();
 }
 
-std::vector<const ir::Instr*> TileEmitter::pipelined_loads(const ir::Instr& loop) const {
+std::vector<bool> TileEmitter::body_values(const ir::Instr& loop) const {
   std::vector<bool> in_body(fn_.values.size(), false);
   for (const ir::Instr& b : loop.body) {
     if (b.result >= 0) in_body[b.result] = true;
     for (ir::ValueId r : b.results) in_body[r] = true;
   }
+  return in_body;
+}
+
+std::vector<const ir::Instr*> TileEmitter::pipelined_loads(const ir::Instr& loop) const {
+  std::vector<bool> in_body = body_values(loop);
   for (std::size_t k = 1; k < loop.block_args.size(); ++k) in_body[loop.block_args[k]] = true;
   // Whether `id` is computed from the induction variable and values from outside the loop only.
   std::vector<int> state(fn_.values.size(), 0);  // 0 unknown, 1 yes, 2 no
@@ -125,16 +131,10 @@ void TileEmitter::prefetch(const ir::Instr& loop, const std::vector<const ir::In
   os_ << "  const int " << v(loop.block_args[0]) << " = " << next << ";\n";
   // Values of the body (emitted before these copies when they come mid-body) hold this iteration's
   // values: the copies compute what they need again, in a scope of their own over the loop-invariant ones.
-  std::vector<bool> in_body(fn_.values.size(), false);
-  for (const ir::Instr& b : loop.body) {
-    if (b.result >= 0) in_body[b.result] = true;
-    for (ir::ValueId r : b.results) in_body[r] = true;
-  }
-  std::vector<std::map<std::string, std::string>> body_memo;
-  while (memo_.size() > memo_floor) {
-    body_memo.insert(body_memo.begin(), std::move(memo_.back()));
-    memo_.pop_back();
-  }
+  const std::vector<bool> in_body = body_values(loop);
+  std::vector<std::map<std::string, std::string>> body_memo(std::make_move_iterator(memo_.begin() + memo_floor),
+                                                            std::make_move_iterator(memo_.end()));
+  memo_.resize(memo_floor);
   memo_.emplace_back();
   const std::vector<bool>* outer_fresh = prefetch_fresh_;
   prefetch_fresh_ = &in_body;
@@ -144,7 +144,7 @@ void TileEmitter::prefetch(const ir::Instr& loop, const std::vector<const ir::In
   for (const ir::Instr* l : loads) copy_into(*l, piped_.at(l), phase, next + "_on");
   prefetch_fresh_ = outer_fresh;
   memo_.pop_back();
-  for (auto& m : body_memo) memo_.push_back(std::move(m));
+  memo_.insert(memo_.end(), std::make_move_iterator(body_memo.begin()), std::make_move_iterator(body_memo.end()));
   os_ << "  }\n";
 }
 

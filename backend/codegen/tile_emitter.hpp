@@ -147,6 +147,8 @@ class TileEmitter {
   /// Loads of a loop's body that are copied ahead (they feed only dots and depend on nothing but the
   /// induction variable and values from outside the loop).
   std::vector<const ir::Instr*> pipelined_loads(const ir::Instr& loop) const;
+  /// By value: whether `loop`'s body defines it (its carried values and induction variable excluded).
+  std::vector<bool> body_values(const ir::Instr& loop) const;
   /// Emits the copies of the pipelined `loads` for the iteration whose induction variable is `iv` (when
   /// it is below the loop's end), into stage `phase`: the body's scalars and tiles they need are computed
   /// again with the loop's variable set to iv (nothing the body computed for its own iteration is reused).
