@@ -27,6 +27,14 @@ inline bool norm_peeled(const Tuning& tuning, std::int64_t cols, int element_byt
   return peeled(tuning, cols, element_bytes, norm_peels(cols, element_bytes));
 }
 
+/// Threads per SM that LayerNorm's one-program kernel for f16/bf16 rows read through windows keeps
+/// resident unless Tuning::resident_threads says otherwise: 1024. Left to itself, ptxas gives it 80 to
+/// 103 registers (the window's masks, w and b element by element), which leaves 512 to 768 threads of its
+/// 256-thread programs on an SM: half the bytes in flight of the kernel for whole-vector rows (64
+/// registers, 1024 threads). Asked for 1024 it fits in 64 registers without spilling (a test compiles
+/// every tile).
+inline constexpr int kNormPeeledResident = 1024;
+
 /// Widest row tile (bytes) LayerNorm holds several of per program unless Tuning::pack_rows says
 /// otherwise: 128. A one-warp program per row keeps at most 8 of its 32 lanes busy on a tile that narrow,
 /// while wider rows measured faster one per program (H200, 2026-12-01: 78091 x 136 f16, a 512-byte tile:

@@ -61,7 +61,8 @@ void one_program(const RowCall& call, const Args& a) {
     }
     if (peel && window <= kNormMaxCols) {
       with_block<kNormMaxCols>(window, [&]<int B>() {
-        Program& p = kernel_for<&layernorm_program<T, B, 1, true>>(row_shape(call.opt.tuning, element_bytes_of<T>(), B),
+        const int resident = element_bytes_of<T>() < 4 ? kNormPeeledResident : 0;
+        Program& p = kernel_for<&layernorm_program<T, B, 1, true>>(row_shape(call.opt.tuning, element_bytes_of<T>(), B, resident),
                                                                    [] { return "layernorm_peeled_" + std::to_string(B); }, params);
         launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, n, eps});
       });

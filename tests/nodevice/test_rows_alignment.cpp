@@ -197,6 +197,20 @@ TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 136, tuned).at(0)->name(), "layernorm_rows_16x256");
 }
 
+TEST(RowsAlignment, PeeledLayerNormKeepsItsRowsInFlight) {
+  // LayerNorm's half rows through windows ask for 1024 resident threads (kNormPeeledResident): every
+  // tile must then fit in 64 registers without spilling.
+  const kernels::RowOptions opt{Backend::interpreter};
+  for (ir::DType t : {ir::DType::f16, ir::DType::bf16})
+    for (std::int64_t cols : {1025, 3261, 5587, 16377}) {  // tiles of 2048, 4096, 8192 and 16384
+      const Program* p = kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0);
+      EXPECT_NE(p->name().find("peeled"), std::string::npos) << p->name();
+      const auto info = p->compile(odd_rows(*p), "sm_90");
+      EXPECT_EQ(info.spill_bytes, 0) << p->name() << " " << ir::dtype_name(t) << "\n" << info.ptxas_log;
+      EXPECT_LE(info.registers, 64) << p->name() << " " << ir::dtype_name(t);
+    }
+}
+
 TEST(RowsAlignment, NarrowRowKernelsMove16BytesPerAccess) {
   for (std::int64_t cols : {47, 64}) {  // odd rows through their windows; whole vectors as they are
     const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, cols, packed(true)).at(0);
