@@ -107,7 +107,66 @@ class Stage {
     return Tile<T, P>(detail::emit(ir::Op::stage_load, &type, {detail::stage_offset(offset).id()}, ir::attr::StageRef{index_}, detail::site(loc)));
   }
 
+  /// Tile of the elements at `offsets` (an i32 tile, 1D or 2D, whose shape the result takes): element
+  /// offsets[i] where `mask` is true and the offset lies in [0, N), `other` elsewhere. Lanes read elements
+  /// other threads wrote, so the generated code puts a barrier before a gather that follows a write.
+  template <int... D, class M, int... K, Operand Other>
+  Tile<T, D...> gather(const Tile<i32, D...>& offsets, const Tile<M, K...>& mask, const Other& other,
+                       const std::source_location& loc = std::source_location::current()) const {
+    check_indexed<D...>();
+    static_assert(std::is_same_v<M, i1>, "tilefuse: a stage gather's mask must be a comparison result (an i1 tile).");
+    static_assert(detail::shapes_combine<Shape<D...>, Shape<K...>> && sizeof...(K) <= sizeof...(D),
+                  "tilefuse: a stage gather's mask must have the offsets' shape (or be a scalar).");
+    auto m = detail::broadcast<Shape<D...>>(mask);
+    auto o = detail::broadcast<Shape<D...>>(detail::as_tile<T>(other));
+    const ir::ValueType type = Tile<T, D...>::type();
+    return Tile<T, D...>(detail::emit(ir::Op::stage_gather, &type, {offsets.id(), m.id(), o.id()}, ir::attr::StageRef{index_}, detail::site(loc)));
+  }
+  /// Tile of the elements at `offsets`, 0 where an offset lies outside [0, N).
+  template <int... D>
+  Tile<T, D...> gather(const Tile<i32, D...>& offsets, const std::source_location& loc = std::source_location::current()) const {
+    check_indexed<D...>();
+    const ir::ValueType type = Tile<T, D...>::type();
+    return Tile<T, D...>(detail::emit(ir::Op::stage_gather, &type, {offsets.id()}, ir::attr::StageRef{index_}, detail::site(loc)));
+  }
+
+  /// Writes value[i] to element offsets[i] (an i32 tile, 1D or 2D, of the value's shape) where `mask` is
+  /// true and the offset lies in [0, N). Two lanes that name one element leave either value there. The
+  /// generated code puts a barrier before a scatter that follows any access of the stage.
+  template <int... D, Operand V, class M, int... K>
+  void scatter(const Tile<i32, D...>& offsets, const V& value, const Tile<M, K...>& mask,
+               const std::source_location& loc = std::source_location::current()) const {
+    static_assert(std::is_same_v<M, i1>, "tilefuse: a stage scatter's mask must be a comparison result (an i1 tile).");
+    static_assert(detail::shapes_combine<Shape<D...>, Shape<K...>> && sizeof...(K) <= sizeof...(D),
+                  "tilefuse: a stage scatter's mask must have the offsets' shape (or be a scalar).");
+    auto v = scatter_value<D...>(value);
+    auto m = detail::broadcast<Shape<D...>>(mask);
+    detail::emit(ir::Op::stage_scatter, nullptr, {offsets.id(), v.id(), m.id()}, ir::attr::StageRef{index_}, detail::site(loc));
+  }
+  /// Writes value[i] to element offsets[i] wherever the offset lies in [0, N).
+  template <int... D, Operand V>
+  void scatter(const Tile<i32, D...>& offsets, const V& value, const std::source_location& loc = std::source_location::current()) const {
+    auto v = scatter_value<D...>(value);
+    detail::emit(ir::Op::stage_scatter, nullptr, {offsets.id(), v.id()}, ir::attr::StageRef{index_}, detail::site(loc));
+  }
+
  private:
+  template <int... D>
+  static constexpr void check_indexed() {
+    static_assert(sizeof...(D) == 1 || sizeof...(D) == 2, "tilefuse: a stage gathers and scatters through a 1D or 2D tile of i32 offsets.");
+  }
+  template <int... D, class V>
+  static auto scatter_value(const V& value) {
+    check_indexed<D...>();
+    if constexpr (TileValue<V>) {
+      static_assert(std::is_same_v<typename V::dtype, T>,
+                    "tilefuse: a stage scatters tiles of its own dtype; convert the value with tl::cast<...> first.");
+      static_assert(detail::shapes_combine<Shape<D...>, typename V::shape> && V::rank <= sizeof...(D),
+                    "tilefuse: a stage scatter's value must have the offsets' shape (or be a scalar).");
+    }
+    return detail::broadcast<Shape<D...>>(detail::as_tile<T>(value));
+  }
+
   template <class Ptrs>
   static constexpr void check_copy() {
     static_assert(TileValue<Ptrs> && Ptrs::rank == 1 && (std::is_same_v<typename Ptrs::dtype, ptr<T>> || std::is_same_v<typename Ptrs::dtype, ptr<const T>>),

@@ -65,6 +65,7 @@ class Emitter {
   void declare_stages();
   void stage_copy(const ir::Instr& in);
   void stage_access(const ir::Instr& in);
+  void stage_indexed(const ir::Instr& in);
   void stage_barrier(const ir::Instr& in);
   void stage_sync(const ir::Instr& in);
   /// The once-per-tile bounds test of a stage access ("" when none is needed).

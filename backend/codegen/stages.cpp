@@ -159,4 +159,44 @@ void Emitter::stage_access(const ir::Instr& in) {
   os_ << "  }\n";
 }
 
+// A gather or scatter: each lane at its own offset, tested against the stage's bounds unless the offsets
+// provably stay inside; in runs of plan.vector where the offsets are provably contiguous and aligned (a
+// run then lies wholly inside or outside the stage, so its first offset decides).
+void Emitter::stage_indexed(const ir::Instr& in) {
+  const bool store = in.op == ir::Op::stage_scatter;
+  const ir::Stage& st = fn_.stages.at(stage_of(in));
+  const passes::AccessPlan& plan = a_.plan(in);
+  const ir::ValueId tile = store ? in.args[1] : in.result;
+  const auto& t = fn_.values[tile];
+  const std::string off = v(in.args[0]), base = "tf_stage" + std::to_string(stage_of(in));
+  const ir::ValueId mask = plan.masked ? in.args[store ? 2 : 1] : -1;
+  stage_sync(in);
+  auto cond = [&](const std::string& e) {
+    return all_of({live(t), plan.inside ? "" : "(unsigned)" + off + "[" + e + "] < " + std::to_string(st.size) + "u",
+                   mask >= 0 ? v(mask) + "[" + e + "]" : ""});
+  };
+  const int E = layout(t).per_thread, W = plan.vector;
+  const std::string r = store ? "" : v(in.result);
+  const std::string other = store ? "" : mask >= 0 ? v(in.args[2]) + "[e]" : text::literal(t.dtype, 0);
+  if (!store) os_ << "  " << text::reg_type(t) << " " << r << "[" << E << "];\n";
+  if (W == 1) {
+    const std::string c = cond("e"), addr = base + "[" + off + "[e]]";
+    os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) ";
+    if (store) os_ << (c.empty() ? "" : "if (" + c + ") ") << addr << " = " << text::to_storage(st.dtype, v(in.args[1]) + "[e]") << ";\n";
+    else os_ << r << "[e] = " << (c.empty() ? text::from_storage(st.dtype, addr) : c + " ? " + text::from_storage(st.dtype, addr) + " : " + other) << ";\n";
+    return;
+  }
+  const std::string c = cond("e0"), indent = c.empty() ? "    " : "      ", addr = base + " + " + off + "[e0]";
+  os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
+  if (!c.empty()) os_ << "    if (" << c << ") {\n";
+  if (store) store_run(indent, st.dtype, W, v(in.args[1]), addr);
+  else load_run(indent, st.dtype, W, addr, r);
+  if (!c.empty()) {
+    os_ << "    }";
+    if (!store) os_ << " else {\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << r << "[e] = " << other << ";\n    }";
+    os_ << "\n";
+  }
+  os_ << "  }\n";
+}
+
 }  // namespace tilefuse::codegen

@@ -40,7 +40,7 @@ void TileEmitter::check() const {
     throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': num_warps must be a power of two from 1 to 32, got " +
                                 std::to_string(opt_.num_warps));
   ir::walk(fn_.body, [&](const ir::Instr& in) {
-    if (ir::is_stage_access(in.op) || ir::is_cluster_reduction(in.op))
+    if ((ir::is_stage_access(in.op) && !ir::is_stage_indexed(in.op)) || ir::is_cluster_reduction(in.op))
       throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': " + ir::op_name(in.op) +
                                   " is not supported in programs with 2D tiles yet");
   });
@@ -49,6 +49,9 @@ void TileEmitter::check() const {
 std::string TileEmitter::run() {
   check();
   check_registers();
+  // Stages first, for the kernel's lifetime.
+  for (const ir::Stage& st : fn_.stages) stage_at_.push_back(allocate(st.size * ir::dtype_bytes(st.dtype)));
+  stage_last_.assign(fn_.stages.size(), StageUse::none);
   for (const ir::Instr& in : fn_.body) instr(in);
   std::ostringstream out;
   out << "// tilefuse kernel '" << fn_.name << "': " << opt_.num_warps << " warps (" << threads_
@@ -69,6 +72,11 @@ std::string TileEmitter::run() {
     // wgmma's swizzled layouts repeat every 1024 bytes: operand buffers start on such a boundary.
     out << "  extern __shared__ __align__(" << (uses_warpgroup_mma() ? 1024 : 16) << ") unsigned char tf_shared[];\n";
     out << "  const unsigned tf_sbase = tf_smem(tf_shared);\n";
+    for (std::size_t k = 0; k < fn_.stages.size(); ++k) {
+      const std::string S = text::storage_type(fn_.stages[k].dtype);
+      out << "  // stage @" << k << ": " << ir::dtype_name(fn_.stages[k].dtype) << "[" << fn_.stages[k].size << "], gathered and scattered across threads\n";
+      out << "  " << S << "* const tf_stage" << k << " = reinterpret_cast<" << S << "*>(tf_shared + " << stage_at_[k] << ");\n";
+    }
     if (scratch_bytes_ > 0) out << "  float* const tf_scratch = reinterpret_cast<float*>(tf_shared + " << shared_high_ << ");\n";
   }
   out << coords_.str() << os_.str() << "}\n";
@@ -346,6 +354,7 @@ void TileEmitter::instr(const ir::Instr& in) {
   os_ << "\n";
   if (in.op == Op::loop) return loop(in);
   if (in.op == Op::store) return store(in);
+  if (ir::is_stage_indexed(in.op)) return stage_indexed(in);
   const ir::ValueType& t = fn_.values[in.result];
   if (in.op == Op::load) return a_.home[in.result].where == Where::shared ? shared_load(in) : load(in);
   if (ir::is_reduction(in.op)) return reduce_scalar(in);
@@ -372,6 +381,9 @@ void TileEmitter::instr(const ir::Instr& in) {
 // converts stays inside it.
 void TileEmitter::loop(const ir::Instr& in) {
   const std::size_t carried = in.block_args.size() - 1;
+  // A stage access in the body follows the previous iteration's, and one after the loop the last
+  // iteration's: neither order is known at this point of the text.
+  std::fill(stage_last_.begin(), stage_last_.end(), StageUse::unknown);
   for (std::size_t k = 0; k < carried; ++k) {
     const ir::ValueId b = in.block_args[k + 1], init = in.args[k + 3];
     if (fn_.values[b].rank == 0) {
@@ -444,6 +456,7 @@ void TileEmitter::loop(const ir::Instr& in) {
     };
   }
   for (const ir::Instr& b : in.body) instr(b);
+  std::fill(stage_last_.begin(), stage_last_.end(), StageUse::unknown);
   emit_pending_prefetch();  // a body without a barrier of its own: its copies at the end (after one)
   pending_prefetch_ = std::move(outer_pending);
   pending_prefetch_depth_ = outer_depth;

@@ -73,6 +73,9 @@ class TileEmitter {
   void barrier() { os_ << "  __syncthreads();\n"; }
 
   // ---- tile_memory.cpp ----
+  /// A stage gather or scatter, each lane at its own offset (16-byte runs where the offsets are provably
+  /// contiguous and aligned), after a barrier unless it only reads after reads.
+  void stage_indexed(const ir::Instr& in);
   void load(const ir::Instr& in);
   void store(const ir::Instr& in);
   /// Elements per access of a load or store of `ptr` (masked by `mask`, -1: none) in layout l.
@@ -189,6 +192,11 @@ class TileEmitter {
   std::vector<Buffer> buffers_;
   int groups_committed_ = 0;                    // cp.async commit groups issued so far (in emission order)
   bool reads_pending_ = false;                  // shared buffers read since the last barrier
+  /// How a stage was last accessed at this point of the emitted code (a barrier goes before an access
+  /// unless both are reads, or the stage was never accessed).
+  enum class StageUse : std::uint8_t { none, read, write, unknown };
+  std::vector<std::int64_t> stage_at_;          // byte offset of each stage in shared memory
+  std::vector<StageUse> stage_last_;
   std::int64_t shared_top_ = 0;                 // next free byte (buffers of finished loops are free again)
   std::int64_t shared_high_ = 0;                // the most ever in use: where the scratch area starts
   std::int64_t scratch_bytes_ = 0;

@@ -44,6 +44,58 @@ std::string TileEmitter::every_lane(ir::ValueId mask, const TileLayout2& l, int 
   return all;
 }
 
+void TileEmitter::stage_indexed(const ir::Instr& in) {
+  const bool store = in.op == ir::Op::stage_scatter;
+  const int k = in.as<ir::attr::StageRef>().stage;
+  const ir::Stage& st = fn_.stages.at(k);
+  const ir::ValueId tile = store ? in.args[1] : in.result;
+  const TileLayout2 l = store ? layout_of(tile) : a_.home[in.result].layout;
+  const std::size_t mask_at = store ? 2 : 1;
+  const ir::ValueId mask = in.args.size() > mask_at && !a_.axis[in.args[mask_at]].always_true ? in.args[mask_at] : -1;
+  if (stage_last_[k] != StageUse::none && !(stage_last_[k] == StageUse::read && !store)) barrier();
+  stage_last_[k] = store ? StageUse::write : StageUse::read;
+  // Runs: as long as the layout keeps in one thread's registers and the offsets are provably contiguous
+  // and aligned (the stage starts 16-byte aligned); each run then lies wholly inside or outside a stage
+  // of a multiple of its length, and its mask must be even over it.
+  const passes::AxisInfo& oi = a_.axis[in.args[0]];
+  const bool inside = oi.bounded && oi.min >= 0 && oi.max < st.size;  // the offsets provably stay in the stage
+  const int bytes = ir::dtype_bytes(st.dtype);
+  const int last = l.rank - 1;
+  int W = 1;
+  for (const passes::Basis& b : l.reg) {
+    if (b[last] != W || b[1 - last] != 0) break;
+    W *= 2;
+  }
+  W = std::min(W, 16 / bytes);
+  while (W > 1 && (oi.contiguity < W || oi.divisibility < W || (!inside && st.size % W != 0) ||
+                   (mask >= 0 && a_.axis[mask].constancy < W)))
+    W /= 2;
+  const std::string S = text::storage_type(st.dtype), off = get(in.args[0], l), base = "tf_stage" + std::to_string(k);
+  std::string cond = inside ? "" : "(unsigned)" + off + "[e0] < " + std::to_string(st.size) + "u";
+  if (mask >= 0) cond += (cond.empty() ? "" : " && ") + at(mask, l, "e0");
+  const std::string read = W == 1 ? "tf_w[0] = " + base + "[" + off + "[e0]]" : "tf_load_vec<" + S + ", " + std::to_string(W) + ">(" + base + " + " + off + "[e0], tf_w)";
+  if (store) {
+    const std::string x = get(tile, l);
+    os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
+    os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << "{\n";
+    os_ << "      " << S << " tf_w[" << W << "];\n";
+    os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) tf_w[k] = " << text::to_storage(st.dtype, x + "[e0 + k]") << ";\n";
+    if (W == 1) os_ << "      " << base << "[" << off << "[e0]] = tf_w[0];\n";
+    else os_ << "      tf_store_vec<" << S << ", " << W << ">(" << base << " + " << off << "[e0], tf_w);\n";
+    os_ << "    }\n  }\n";
+    return;
+  }
+  const std::string r = v(in.result);
+  const std::string other = mask >= 0 ? at(in.args[2], l, "e0 + k") : text::literal(st.dtype, 0);
+  os_ << "  " << reg_type(in.result) << " " << r << "[" << l.per_thread() << "];\n";
+  os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
+  os_ << "    " << S << " tf_w[" << W << "];\n";
+  os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << read << ";\n";
+  const std::string value = text::from_storage(st.dtype, "tf_w[k]");
+  os_ << "#pragma unroll\n    for (int k = 0; k < " << W << "; ++k) " << r << "[e0 + k] = " << (cond.empty() ? value : "(" + cond + ") ? " + value + " : " + other)
+      << ";\n  }\n";
+}
+
 void TileEmitter::load(const ir::Instr& in) {
   const ir::ValueType& t = fn_.values[in.result];
   const TileLayout2& l = a_.home[in.result].layout;

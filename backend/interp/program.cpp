@@ -75,7 +75,10 @@ void Program::write(const ir::Instr& in, int base, std::int64_t off, DType t, do
 }
 // Whether a load or store carries a mask (stage copies: the same operand positions).
 bool Program::masked(const ir::Instr& in) const {
-  const std::size_t mask_at = in.op == Op::store || in.op == Op::stage_copy || in.op == Op::stage_store ? 2 : 1;
+  const std::size_t mask_at = in.op == Op::store || in.op == Op::stage_copy || in.op == Op::stage_store ||
+                                   in.op == Op::stage_scatter
+                               ? 2
+                               : 1;
   return in.args.size() > mask_at;
 }
 
@@ -117,7 +120,14 @@ void Program::step(const ir::Instr& in) {
     case ir::Family::elementwise: return elementwise(in);
     case ir::Family::memory: return in.op == Op::load ? load(in) : store(in);
     case ir::Family::reduction: return reduce(in);
-    case ir::Family::stage: return in.op == Op::stage_load ? stage_load(in) : in.op == Op::stage_copy ? stage_copy(in) : stage_store(in);
+    case ir::Family::stage:
+      switch (in.op) {
+        case Op::stage_load: return stage_load(in);
+        case Op::stage_copy: return stage_copy(in);
+        case Op::stage_gather: return stage_gather(in);
+        case Op::stage_scatter: return stage_scatter(in);
+        default: return stage_store(in);
+      }
     case ir::Family::control: return run_loop(in);
     case ir::Family::cluster: fail(in, "a cluster reduction runs only in a cluster's lockstep (run())");
     case ir::Family::shape: return shape(in);

@@ -124,6 +124,8 @@ class Program {
   void stage_store(const ir::Instr& in);
   void stage_copy(const ir::Instr& in);
   void stage_load(const ir::Instr& in);
+  void stage_gather(const ir::Instr& in);
+  void stage_scatter(const ir::Instr& in);
   void elementwise(const ir::Instr& in);
   void arithmetic(const ir::Instr& in);
   /// Element j of a float-operand op into r (comparisons into r.i, arithmetic rounded to `result` into r.f).

@@ -70,6 +70,10 @@ enum class Op : std::uint8_t {
   stage_load,    ///< attr::StageRef: (offset [, mask [, other]]) reads element offset + i (other where masked)
   stage_copy,    ///< attr::StageRef: (offset, ptrs [, mask]) copies *ptrs[i] (0 where masked) to element
                  ///< offset + i, asynchronously (it completes before the stage is next accessed); no result
+  stage_gather,  ///< attr::StageRef: (offsets [, mask, other]) reads element offsets[i] (other where masked or
+                 ///< outside the stage); offsets is an i32 tile of the result's shape (1D or 2D)
+  stage_scatter, ///< attr::StageRef: (offsets, value [, mask]) writes value[i] to element offsets[i] (dropped
+                 ///< where masked or outside the stage); no result
   expand,        ///< attr::Axis: (1D x of n) -> 2D [n, 1] (axis 1, Triton's x[:, None]) or [1, n] (axis 0)
   broadcast,     ///< (2D x with a dimension of 1) repeated along it to the result's shape
   max_along, min_along, sum_along,  ///< attr::Axis: (2D tile) reduced along the axis to a 1D tile of the other

@@ -61,6 +61,8 @@ constexpr OpInfo kTable[] = {
     {Op::stage_store, "stage_store", 2, 3, false, false, false, A::stage, T::stage_write, F::stage},
     {Op::stage_load, "stage_load", 1, 3, true, false, false, A::stage, T::stage_load, F::stage},
     {Op::stage_copy, "stage_copy", 2, 3, false, false, false, A::stage, T::stage_write, F::stage},
+    {Op::stage_gather, "stage_gather", 1, 3, true, false, false, A::stage, T::stage_gather, F::stage},
+    {Op::stage_scatter, "stage_scatter", 2, 3, false, false, false, A::stage, T::stage_scatter, F::stage},
     {Op::expand, "expand", 1, 1, true, true, false, A::axis, T::expand, F::shape},
     {Op::broadcast, "broadcast", 1, 1, true, true, false, A::none, T::broadcast, F::shape},
     {Op::max_along, "max_along", 1, 1, true, true, false, A::axis, T::reduce_along, F::axis_reduction},

@@ -35,6 +35,8 @@ enum class Typing : std::uint8_t {
   cluster_reduce,  ///< an f32 scalar -> an f32 scalar, outside loops
   stage_write,     ///< (offset, tile or pointer tile [, mask]) into a stage
   stage_load,      ///< (offset [, mask, other]) out of a stage
+  stage_gather,    ///< (i32 offsets [, mask, other]) out of a stage, the offsets' shape
+  stage_scatter,   ///< (i32 offsets, value [, mask]) into a stage, the offsets' shape
   loop,            ///< (lo, hi, step, init...) with a region
   expand,          ///< a 1D tile of n -> [n, 1] (axis 1) or [1, n] (axis 0), same element type
   broadcast,       ///< a 2D tile with a dimension of 1 -> the result shape, same element type
@@ -82,7 +84,9 @@ inline bool is_reduction(Op op) { return op_info(op).family == Family::reduction
 inline bool is_cluster_reduction(Op op) { return op_info(op).family == Family::cluster; }
 /// True for the reductions of a 2D tile along an axis.
 inline bool is_axis_reduction(Op op) { return op_info(op).family == Family::axis_reduction; }
-/// True for stage_store, stage_load and stage_copy.
+/// True for stage_store, stage_load, stage_copy, stage_gather and stage_scatter.
 inline bool is_stage_access(Op op) { return op_info(op).family == Family::stage; }
+/// True for stage_gather and stage_scatter: element offsets per lane, not one offset for a run.
+inline bool is_stage_indexed(Op op) { return op == Op::stage_gather || op == Op::stage_scatter; }
 
 }  // namespace tilefuse::ir

@@ -153,6 +153,8 @@ class Verifier {
         break;
       case Typing::stage_write:
       case Typing::stage_load: stage_access(in, rule == Typing::stage_write); break;
+      case Typing::stage_gather:
+      case Typing::stage_scatter: stage_indexed(in, rule == Typing::stage_scatter); break;
       case Typing::loop: break;  // verified by loop()
       case Typing::expand: {
         const int axis = in.as<attr::Axis>().axis;
@@ -213,6 +215,25 @@ class Verifier {
       fail(in, "a stage access mask is an i1 tile of the accessed shape");
     if (!write && in.args.size() == 3 && !(arg(2) == fn_.values[in.result])) fail(in, "stage_load other must have the result type");
     if (!write && in.args.size() == 2) fail(in, "a masked stage_load needs its other value");
+  }
+
+  // stage_scatter: (offsets, value [, mask]); stage_gather: (offsets [, mask, other]); offsets an i32 tile
+  // of the accessed shape, 1D or 2D.
+  void stage_indexed(const Instr& in, bool write) const {
+    const int index = in.as<attr::StageRef>().stage;
+    if (index < 0 || index >= static_cast<int>(fn_.stages.size())) fail(in, "no such stage");
+    const Stage& st = fn_.stages[index];
+    auto arg = [&](std::size_t i) -> const ValueType& { return fn_.values[in.args.at(i)]; };
+    const ValueType& tile = write ? arg(1) : fn_.values[in.result];
+    if (tile.rank < 1 || tile.rank > 2 || tile.pointer || tile.dtype != st.dtype)
+      fail(in, "a stage gather or scatter moves a 1D or 2D tile of the stage's dtype");
+    if (arg(0).dtype != DType::i32 || arg(0).pointer || arg(0).rank != tile.rank || arg(0).dims != tile.dims)
+      fail(in, "a stage gather's or scatter's offsets are an i32 tile of the accessed shape");
+    const std::size_t mask_at = write ? 2 : 1;
+    if (in.args.size() > mask_at && (arg(mask_at).dtype != DType::i1 || arg(mask_at).rank != tile.rank || arg(mask_at).dims != tile.dims))
+      fail(in, "a stage access mask is an i1 tile of the accessed shape");
+    if (!write && in.args.size() == 3 && !(arg(2) == fn_.values[in.result])) fail(in, "stage_gather other must have the result type");
+    if (!write && in.args.size() == 2) fail(in, "a masked stage_gather needs its other value");
   }
 
   const Function& fn_;

@@ -10,7 +10,7 @@ namespace {
 
 bool stores_in(const std::vector<ir::Instr>& block) {
   for (const auto& in : block)
-    if (in.op == ir::Op::store || in.op == ir::Op::stage_store || in.op == ir::Op::stage_copy ||
+    if (in.op == ir::Op::store || in.op == ir::Op::stage_store || in.op == ir::Op::stage_copy || in.op == ir::Op::stage_scatter ||
         (ir::op_info(in.op).region && stores_in(in.body)))
       return true;
   return false;

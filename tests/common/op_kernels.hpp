@@ -197,4 +197,52 @@ inline void hinted_copy_reference(const std::vector<float>& x, const std::vector
     }
 }
 
+/// Stage gathers and scatters, 1D: x (256 elements) scattered to the stage reversed and shifted by `at`
+/// (offsets outside the stage dropped), then y[i] = element i gathered back (masked to i < n, 2 elsewhere).
+inline void gather_1d_program(tl::Ptr<const tl::f32> x, tl::Ptr<tl::f32> y, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> at) {
+  tl::Stage<tl::f32, 256> stage;
+  auto i = tl::arange<256>();
+  stage.scatter(i, 0.0f);
+  stage.scatter((255 - i) + at, tl::load(x + i));
+  tl::store(y + i, stage.gather(i, i < n, 2.0f));
+}
+
+/// 2D: x (R * C elements) scattered to the stage as one run 16 bytes at a time, gathered as the [R, C]
+/// tile y[r][c] = stage[c * R + r + at] (0 outside the stage); then z[r][c] = stage[r * C + c] after
+/// y + 1 was scattered back to [r * C + c] where r + c is even.
+template <int R, int C>
+void gather_2d_program(tl::Ptr<const tl::f32> x, tl::Ptr<tl::f32> y, tl::Ptr<tl::f32> z, tl::Scalar<tl::i32> at) {
+  tl::Stage<tl::f32, R * C> stage;
+  auto flat = tl::arange<R * C>();
+  stage.scatter(flat, tl::load(x + flat));
+  auto r = tl::arange<R>()(tl::all, tl::none);
+  auto c = tl::arange<C>()(tl::none, tl::all);
+  auto t = stage.gather(c * R + r + at);
+  tl::store(y + r * C + c, t);
+  stage.scatter(r * C + c, t + 1.0f, (r + c) % 2 == 0);
+  tl::store(z + r * C + c, stage.gather(r * C + c));
+}
+
+/// The float64 meaning of gather_1d_program and gather_2d_program.
+inline std::vector<double> gather_1d_reference(const std::vector<float>& x, int n, int at) {
+  std::vector<double> st(256, 0.0), y(256);
+  for (int i = 0; i < 256; ++i)
+    if (255 - i + at >= 0 && 255 - i + at < 256) st[255 - i + at] = x[i];
+  for (int i = 0; i < 256; ++i) y[i] = i < n ? st[i] : 2.0;
+  return y;
+}
+inline void gather_2d_reference(const std::vector<float>& x, int R, int C, int at, std::vector<double>& y, std::vector<double>& z) {
+  const int N = R * C;
+  y.assign(N, 0.0);
+  z.assign(x.begin(), x.end());
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      const int q = c * R + r + at;
+      y[r * C + c] = q >= 0 && q < N ? x[q] : 0.0;
+    }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c)
+      if ((r + c) % 2 == 0) z[r * C + c] = static_cast<float>(y[r * C + c] + 1.0);
+}
+
 }  // namespace tilefuse::testkit

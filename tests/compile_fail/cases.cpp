@@ -46,6 +46,10 @@ void program(tl::Ptr<tl::f32> x, tl::Ptr<tl::i32> idx, tl::Scalar<tl::i32> n) {
   tl::Stage<tl::f32, 64> stage;
   auto bad = stage.load<128>(0);
 #endif
+#ifdef CASE_SCATTER_SHAPE
+  tl::Stage<tl::f32, 256> stage;
+  stage.scatter(tl::arange<64>(), v);
+#endif
 #ifdef CASE_LOOP_CARRIES_POINTER
   auto bad = tl::for_range(0, n, 1, std::tuple{x}, [&](auto, auto p) { return std::tuple{p + 1}; });
 #endif

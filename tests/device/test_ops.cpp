@@ -144,6 +144,34 @@ TEST_F(Gpu, StageSemanticsMatchTheInterpreter) {
     }
 }
 
+TEST_F(Gpu, StageGatherAndScatterMatchTheInterpreter) {
+  // Offsets per lane, past the stage's ends, masked; in a 1D program and in one with 2D tiles.
+  Kernel<&testkit::gather_1d_program> g("gather_1d", KernelOptions{4, {"x", "y", "n", "at"}});
+  const auto hx = reference::random_vector<float>(256, 18);
+  DeviceBuffer<float> x(hx), y(256);
+  for (int at : {0, 7, -9, 300})
+    for (int n : {0, 100, 256}) {
+      y.fill_bytes(0xff);
+      g.launch({{1}, Backend::gpu}, x, y, n, at);
+      const auto ref = testkit::gather_1d_reference(hx, n, at);
+      const auto gy = y.download();
+      for (int i = 0; i < 256; ++i) ASSERT_EQ(gy[i], static_cast<float>(ref[i])) << "at " << at << " n " << n << " y[" << i << "]";
+    }
+  Kernel<&testkit::gather_2d_program<16, 32>> t("gather_2d", KernelOptions{4, {"x", "y", "z", "at"}});
+  const auto hx2 = reference::random_vector<float>(512, 19);
+  DeviceBuffer<float> x2(hx2), y2(512), z2(512);
+  for (int at : {0, 5, -3}) {
+    y2.fill_bytes(0xff);
+    z2.fill_bytes(0xff);
+    t.launch({{1}, Backend::gpu}, x2, y2, z2, at);
+    std::vector<double> ry, rz;
+    testkit::gather_2d_reference(hx2, 16, 32, at, ry, rz);
+    const auto gy = y2.download(), gz = z2.download();
+    for (int i = 0; i < 512; ++i) ASSERT_EQ(gy[i], static_cast<float>(ry[i])) << "at " << at << " y[" << i << "]";
+    for (int i = 0; i < 512; ++i) ASSERT_EQ(gz[i], static_cast<float>(rz[i])) << "at " << at << " z[" << i << "]";
+  }
+}
+
 template <class H>
 void check_epilogue(std::int64_t rows, std::int64_t cols, float p) {
   const auto seed = std::random_device{}();

@@ -141,3 +141,34 @@ TEST(Stage, StagedKernelsRefuseRowsTheyCannotHold) {
   std::vector<float> wide(262145), wide_out(262145);
   EXPECT_THROW(kernels::softmax_staged(wide, wide_out, 1, 262145, {Backend::interpreter}), std::invalid_argument);
 }
+
+TEST(Stage, GatherAndScatterInTheInterpreterAndTheGeneratedCode) {
+  // 1D: offsets per lane, reversed and shifted past the stage's ends (dropped, read as other).
+  Kernel<&testkit::gather_1d_program> g("gather_1d", KernelOptions{4, {"x", "y", "n", "at"}});
+  const auto hx = reference::random_vector<float>(256, 5);
+  for (int at : {0, 7, -9, 300})
+    for (int n : {0, 100, 256}) {
+      std::vector<float> y(256, std::nanf(""));
+      g.launch({{1}, Backend::interpreter}, hx, y, n, at);
+      const auto ref = testkit::gather_1d_reference(hx, n, at);
+      for (int i = 0; i < 256; ++i) ASSERT_EQ(y[i], static_cast<float>(ref[i])) << "at " << at << " n " << n << " y[" << i << "]";
+    }
+  const std::string src = g.program().cuda_source(g.program().default_specialization());
+  EXPECT_NE(src.find("(unsigned)"), std::string::npos) << src;  // the shifted offsets are tested against the stage
+  // 2D (a program with 2D tiles): a transposing gather, a masked scatter back; the run in moves 16 bytes at a time.
+  Kernel<&testkit::gather_2d_program<16, 32>> t("gather_2d", KernelOptions{4, {"x", "y", "z", "at"}});
+  const auto hx2 = reference::random_vector<float>(512, 6);
+  for (int at : {0, 5, -3}) {
+    std::vector<float> y(512, std::nanf("")), z(512, std::nanf(""));
+    t.launch({{1}, Backend::interpreter}, hx2, y, z, at);
+    std::vector<double> ry, rz;
+    testkit::gather_2d_reference(hx2, 16, 32, at, ry, rz);
+    for (int i = 0; i < 512; ++i) ASSERT_EQ(y[i], static_cast<float>(ry[i])) << "at " << at << " y[" << i << "]";
+    for (int i = 0; i < 512; ++i) ASSERT_EQ(z[i], static_cast<float>(rz[i])) << "at " << at << " z[" << i << "]";
+  }
+  const std::string src2 = t.program().cuda_source(t.program().default_specialization());
+  EXPECT_EQ(test::occurrences(src2, "tf_store_vec<float, 4>(tf_stage0"), 1u) << src2;
+  EXPECT_EQ(test::occurrences(src2, "__syncthreads();"), 3u) << src2;  // scatter -> gather -> scatter -> gather
+  const auto info = t.program().compile(t.program().default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+}

@@ -28,6 +28,8 @@ class Planner {
         case ir::Op::stage_copy: a_.access[&in] = stage_copy(in); break;
         case ir::Op::stage_store:
         case ir::Op::stage_load: a_.access[&in] = stage_access(in); break;
+        case ir::Op::stage_gather:
+        case ir::Op::stage_scatter: a_.access[&in] = stage_indexed(in); break;
         case ir::Op::lt:
         case ir::Op::le:
         case ir::Op::gt:
@@ -109,6 +111,30 @@ class Planner {
     p.vector = a_.layout(t).vector;
     while (p.vector > 1 && (p.vector * bytes > 16 || a_.axis[in.args[0]].divisibility < p.vector)) p.vector /= 2;
     narrow_for_stage(p, mask);
+    return p;
+  }
+
+  // A gather or scatter: `inside` when the offsets provably stay in the stage; for 1D tiles, runs as long
+  // as the layout's where the offsets are provably contiguous and aligned (a run of W offsets starting at
+  // a multiple of W lies wholly inside or outside a stage of a multiple of W elements: `whole`), and the
+  // mask constant over each run. Programs with 2D tiles choose runs from their own layouts.
+  AccessPlan stage_indexed(const ir::Instr& in) const {
+    AccessPlan p;
+    const bool store = in.op == ir::Op::stage_scatter;
+    const auto& t = fn_.values[store ? in.args[1] : in.result];
+    const std::size_t mask_at = store ? 2 : 1;
+    const ir::ValueId mask = in.args.size() > mask_at ? in.args[mask_at] : -1;
+    p.masked = mask >= 0 && !known_true(mask);
+    const ir::Stage& st = fn_.stages.at(in.as<ir::attr::StageRef>().stage);
+    const AxisInfo& oi = a_.axis[in.args[0]];
+    p.inside = oi.bounded && oi.min >= 0 && oi.max < st.size;
+    if (t.rank != 1) return p;
+    const int bytes = ir::dtype_bytes(st.dtype);
+    p.vector = a_.layout(t).vector;
+    while (p.vector > 1 && (p.vector * bytes > 16 || oi.contiguity < p.vector || oi.divisibility < p.vector)) p.vector /= 2;
+    p.whole = st.size % p.vector == 0;
+    if (!p.inside && !p.whole) p.vector = 1;
+    if (p.masked && !constant_over(mask, p.vector)) p.vector = 1;
     return p;
   }
 

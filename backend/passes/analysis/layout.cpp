@@ -30,7 +30,8 @@ std::map<std::int64_t, TileLayout> choose_layouts(const ir::Function& fn, int th
     if (t.rank == 1) widest.emplace(t.dims[0], 1);
   ir::walk(fn.body, [&](const ir::Instr& in) {
     if (ir::is_stage_access(in.op)) {
-      const ir::ValueType& t = fn.values[in.op == ir::Op::stage_load ? in.result : in.args[1]];
+      const ir::ValueType& t = fn.values[in.op == ir::Op::stage_load || in.op == ir::Op::stage_gather ? in.result : in.args[1]];
+      if (t.rank != 1) return;
       int& w = widest[t.dims[0]];
       w = std::max(w, 16 / ir::dtype_bytes(t.dtype));
       return;

@@ -85,6 +85,8 @@ class TilePlanner {
           return;
         }
         return set(in.result, default_layout(t, warps_));
+      case ir::Family::stage:  // a gather: the blocked layout, like a global load
+        return set(in.result, default_layout(t, warps_));
       case ir::Family::axis_reduction: {
         const ir::ValueId x = in.args[0];
         const TileLayout2 from = in_registers(x) ? home(x).layout : default_layout(fn_.values[x], warps_);
