@@ -68,6 +68,15 @@ bool tuning_flag(const std::string& flag, const char* value, kernels::Tuning& t)
     t.stage_bytes = std::stoll(value);
     return true;
   }
+  const struct {
+    const char* name;
+    std::optional<bool>* field;
+  } bools[] = {{"--peel", &t.peel}, {"--pack-rows", &t.pack_rows}, {"--stage-rows", &t.stage_rows}};
+  for (const auto& f : bools)
+    if (flag == f.name) {
+      *f.field = std::stoi(value) != 0;
+      return true;
+    }
   return false;
 }
 
@@ -88,7 +97,8 @@ int main(int argc, char** argv) {
       if (a == "--help") {
         std::printf("tilefuse_bench [--smoke] [--table results.md] [--sweep N [--sweep-seed S]] [tuning flags] [google benchmark flags]\n"
                     "tuning flags (kernels::Tuning; unset: each kernel's rule): --row-elements N, --resident-threads N,\n"
-                    "  --staged-warps N, --stage-bytes N, --carveout P, --looped-programs-per-sm K\n\n");
+                    "  --staged-warps N, --stage-bytes N, --carveout P, --looped-programs-per-sm K, --peel 0|1, --pack-rows 0|1,\n"
+                    "  --stage-rows 0|1\n\n");
         rest.push_back(argv[i]);
       } else if (a == "--smoke") r.smoke = true;
       else if (a == "--table" && i + 1 < argc) table = argv[++i];

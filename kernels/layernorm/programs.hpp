@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -93,6 +94,20 @@ void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, t
   tl::store(rstd_out + row, rstd);
 }
 
+/// Each row of the [R, C] tile `v` normalized to mean 0 and variance 1 over the elements in `mask` (n
+/// per row), computed shifted by `shift` (each row's first element for f32 rows, else 0); with each row's
+/// mean and 1 / sqrt(variance + eps).
+template <int R, int C>
+auto normalize_rows(const tl::Tile<tl::f32, R, C>& v, const tl::Tile<tl::i1, R, C>& mask, const tl::Tile<tl::f32, R>& shift,
+                    tl::Scalar<tl::i32> n, tl::Scalar<tl::f32> eps) {
+  auto count = tl::cast<tl::f32>(n);
+  auto xs = tl::where(mask, v - shift(tl::all, tl::none), 0.0);
+  auto mean_shifted = tl::sum<1>(xs) / count;
+  auto centered = tl::where(mask, xs - mean_shifted(tl::all, tl::none), 0.0);
+  auto rstd = 1.0 / tl::sqrt(tl::sum<1>(centered * centered) / count + eps);
+  return std::tuple{centered * rstd(tl::all, tl::none), shift + mean_shifted, rstd};
+}
+
 /// LayerNorm two-pass of narrow rows, R rows of up to C columns per program as one 2D tile (RowBlock), as
 /// layernorm_program computes each row (f32 rows shifted by their first element); with PEEL, rows are
 /// read through their aligned windows, and w and b follow each row's window.
@@ -104,12 +119,7 @@ void layernorm_rows_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T>
   RowBlock<T, R, C, PEEL> block(stride, n, n_rows);
   auto v = tl::cast<tl::f32>(tl::load(x + block.at, block.mask));
   auto shift = shifted ? tl::cast<tl::f32>(tl::load(x + block.start, block.row_in)) : tl::full<tl::f32, R>(0.0);
-  auto count = tl::cast<tl::f32>(n);
-  auto xs = tl::where(block.mask, v - shift(tl::all, tl::none), 0.0);
-  auto mean_shifted = tl::sum<1>(xs) / count;
-  auto centered = tl::where(block.mask, xs - mean_shifted(tl::all, tl::none), 0.0);
-  auto rstd = 1.0 / tl::sqrt(tl::sum<1>(centered * centered) / count + eps);
-  auto normalized = centered * rstd(tl::all, tl::none);
+  auto [normalized, mean, rstd] = normalize_rows(v, block.mask, shift, n, eps);
   auto out = [&] {
     if constexpr (PEEL) {  // each row's columns start at its head
       auto column = tl::arange<C>()(tl::none, tl::all) - block.head(tl::all, tl::none);
@@ -122,7 +132,28 @@ void layernorm_rows_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T>
     }
   }();
   tl::store(y + block.at, tl::cast<T>(out), block.mask);
-  tl::store(mean_out + block.rows, shift + mean_shifted, block.row_in);
+  tl::store(mean_out + block.rows, mean, block.row_in);
+  tl::store(rstd_out + block.rows, rstd, block.row_in);
+}
+
+/// LayerNorm two-pass of narrow rows read through shared memory (StagedRows): R rows of up to C - 1
+/// columns of a contiguous matrix (stride == n) per program, moved as one 16-byte aligned run; every row
+/// starts at column 0 of the tile, so w and b are read 16 bytes at a time.
+template <class T, int R, int C>
+void layernorm_staged_rows_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                                   tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                                   tl::Scalar<tl::i32> n_rows, tl::Scalar<tl::f32> eps) {
+  (void)stride;  // the launcher passes n: the block's rows are one run of memory
+  constexpr bool shifted = std::is_same_v<T, tl::f32>;
+  StagedRows<T, R, C> block(n, n_rows);
+  auto v = tl::cast<tl::f32>(block.load(x, 0));
+  auto shift = shifted ? tl::cast<tl::f32>(block.stage.gather(block.first, block.row_in, 0)) : tl::full<tl::f32, R>(0.0);
+  auto [normalized, mean, rstd] = normalize_rows(v, block.mask, shift, n, eps);
+  auto cols = tl::arange<C>();
+  auto wv = tl::cast<tl::f32>(tl::load(w + cols, cols < n));
+  auto bv = tl::cast<tl::f32>(tl::load(b + cols, cols < n));
+  block.store(y, tl::cast<T>(normalized * wv(tl::none, tl::all) + bv(tl::none, tl::all)));
+  tl::store(mean_out + block.rows, mean, block.row_in);
   tl::store(rstd_out + block.rows, rstd, block.row_in);
 }
 

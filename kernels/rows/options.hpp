@@ -44,6 +44,11 @@ struct Tuning {
   /// tile; the rule is yes for the softmax, no for LayerNorm (measured slower). Without, each row is a
   /// program of its own (one-warp programs packed 8 per thread block).
   std::optional<bool> pack_rows;
+  /// Whether packed narrow rows that are not a whole number of 16-byte vectors move through shared memory
+  /// (the program's rows as one run of memory, 16 bytes at a time; StagedRows in kernels/rows/programs.hpp)
+  /// rather than row by row; the rule is yes for f32 rows, no for f16/bf16. Packed that way, LayerNorm
+  /// packs rows of tiles up to 512 bytes as the softmax does.
+  std::optional<bool> stage_rows;
 };
 
 /// When the automatic choice of a sample row kernel consults the tuner (kernels/tune/tuner.hpp).

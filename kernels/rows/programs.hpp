@@ -73,6 +73,59 @@ struct RowBlock {
   }
 };
 
+/// R rows of a contiguous matrix (row stride = n columns) as one program of the narrow-row kernels reads
+/// them through shared memory: rows pid * R ... are one run of memory, R * n elements (fewer for the last
+/// program), which is read and written 16 bytes at a time from the vector boundary before it, into a
+/// stage of R * C elements, and each row is gathered from there into row r of an [R, C] tile. Rows whose
+/// width is not a whole number of vectors then move as whole vectors but for the run's two ends, and
+/// every row starts at column 0 of the tile, so per-column operands (LayerNorm's w and b) are read
+/// aligned. C is a power of two above n, or n itself when n is a power of two (the run then starts on a
+/// vector boundary): R * C holds the run's R * n elements and the up to one vector less one before it,
+/// for R >= kVectorElements<T> (kRowsPerProgram is at least 16 for tiles up to 512 bytes).
+template <class T, int R, int C>
+struct StagedRows {
+  static_assert(R >= kVectorElements<T>, "tilefuse kernels: StagedRows needs at least a vector's worth of rows per program.");
+  static constexpr int F = R * C;
+  tl::Stage<T, F> stage;
+  tl::Tile<tl::i32, R> rows;      ///< the block's rows in the matrix
+  tl::Tile<tl::i1, R> row_in;     ///< the row is in the matrix
+  tl::Tile<tl::i32, R> first;     ///< stage offset of each row's first element
+  tl::Tile<tl::i32, R, C> at;     ///< stage offset of each element of the [R, C] tile
+  tl::Tile<tl::i1, R, C> mask;    ///< the element is one of the matrix's
+  tl::Scalar<tl::i32> base;       ///< the vector boundary at or before the run's first element
+  tl::Tile<tl::i32, F> flat;      ///< stage offsets of the run's window, 0 ... F - 1
+  tl::Tile<tl::i1, F> flat_in;    ///< the window's element is one of the run's
+
+  StagedRows(tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> n_rows)
+      : rows(tl::program_id(0) * R + tl::arange<R>()),
+        row_in(rows < n_rows),
+        first(head_of(n) + tl::arange<R>() * n),
+        at(first(tl::all, tl::none) + tl::arange<C>()(tl::none, tl::all)),
+        mask(row_in(tl::all, tl::none) & (tl::arange<C>()(tl::none, tl::all) < n)),
+        base((tl::program_id(0) * R * n / kVectorElements<T>)*kVectorElements<T>),
+        flat(tl::arange<F>()),
+        flat_in((flat >= head_of(n)) & (flat < head_of(n) + tl::minimum(n_rows - tl::program_id(0) * R, R) * n)) {}
+
+  /// The block's [R, C] tile of `in`, `other` off the matrix.
+  template <class P, class O>
+  tl::Tile<T, R, C> load(const P& in, const O& other) const {
+    stage.scatter(flat, tl::load(in + base + flat, flat_in));
+    return stage.gather(at, mask, other);
+  }
+  /// Writes the block's [R, C] tile `value` to `out` (its elements off the matrix are dropped).
+  template <class P>
+  void store(const P& out, const tl::Tile<T, R, C>& value) const {
+    stage.scatter(at, value, mask);
+    tl::store(out + base + flat, stage.gather(flat), flat_in);
+  }
+
+ private:
+  static tl::Scalar<tl::i32> head_of(tl::Scalar<tl::i32> n) {
+    auto start = tl::program_id(0) * R * n;
+    return start - (start / kVectorElements<T>)*kVectorElements<T>;
+  }
+};
+
 /// The mask of window indices `idx` inside a row's columns [first, end): with FIRST (a window that reads
 /// the row from the vector boundary before it) bounded below too, else only above.
 template <bool FIRST, class Idx>

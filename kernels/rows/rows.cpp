@@ -171,6 +171,10 @@ bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, st
   return bytes <= kPackedRowBytes && tuning.pack_rows.value_or(bytes <= default_bytes);
 }
 
+bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes) {
+  return (cols * element_bytes) % 16 != 0 && tuning.stage_rows.value_or(element_bytes >= 4);
+}
+
 KernelShape packed_shape(const Tuning& tuning) { return KernelShape{4, min_programs(resident_threads(tuning, 0), 4)}; }
 
 std::int64_t window_cols(std::int64_t cols, int element_bytes) { return cols + 16 / element_bytes - 1; }

@@ -104,6 +104,12 @@ inline constexpr std::int64_t kPackedRowBytes = 512;
 /// at most the family's `default_bytes`.
 bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, std::int64_t default_bytes = kPackedRowBytes);
 
+/// Whether packed rows of `cols` elements of `element_bytes` move through shared memory (StagedRows):
+/// rows that are not a whole number of 16-byte vectors, when Tuning::stage_rows says so; unset, f32 rows
+/// (row by row they move 4 bytes per lane; staged, 16). Half rows measured slower staged than through
+/// their windows (H200 sweep, bench/NOTES.md "Narrow rows through shared memory").
+bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes);
+
 /// The narrow-row kernels' shape: four warps (a program holds 8 KB of rows, kRowsPerProgram).
 KernelShape packed_shape(const Tuning& tuning);
 

@@ -23,6 +23,19 @@ void one_program(const RowCall& call, const Args& a) {
     const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     // Rows that are not whole vectors: through their aligned windows, where the window fits one program.
     const std::int64_t window = window_cols(call.cols, element_bytes_of<T>());
+    // Narrow rows that are not whole vectors: several per program, moved as one run through shared memory.
+    if (staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>()) && packed_rows(call.opt.tuning, call.cols, element_bytes_of<T>())) {
+      static constexpr const char* packed_params[] = {"in", "out", "stride", "n_cols", "n_rows"};
+      with_block<kPackedRowBytes / 2>(call.cols, [&]<int C>() {
+        if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {
+          constexpr int R = kRowsPerProgram<T, C>;
+          Program& p = kernel_for<&softmax_staged_rows_program<T, R, C>>(
+              packed_shape(call.opt.tuning), [] { return "softmax_staged_rows_" + std::to_string(R) + "x" + std::to_string(C); }, packed_params);
+          launch(call, p, Grid((call.rows + R - 1) / R), std::array{a.in, a.out, n, n, i32(call.rows)});
+        }
+      });
+      return;
+    }
     // Narrow rows: several per program as one 2D tile.
     if (packed_rows(call.opt.tuning, peel ? window : call.cols, element_bytes_of<T>())) {
       static constexpr const char* packed_params[] = {"in", "out", "stride", "n_cols", "n_rows"};

@@ -49,6 +49,18 @@ void softmax_rows_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> str
   tl::store(out + block.at, tl::cast<T>(num / tl::sum<1>(num)(tl::all, tl::none)), block.mask);
 }
 
+/// The fused softmax of narrow rows read through shared memory (StagedRows): R rows of up to C - 1
+/// columns of a contiguous matrix (stride == n_cols) per program, moved as one 16-byte aligned run.
+template <class T, int R, int C>
+void softmax_staged_rows_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
+                                 tl::Scalar<tl::i32> n_rows) {
+  (void)stride;  // the launcher passes n_cols: the block's rows are one run of memory
+  StagedRows<T, R, C> block(n_cols, n_rows);
+  auto x = tl::cast<tl::f32>(block.load(in, -tl::inf));
+  auto num = tl::exp(x - tl::max<1>(x)(tl::all, tl::none));
+  block.store(out, tl::cast<T>(num / tl::sum<1>(num)(tl::all, tl::none)));
+}
+
 /// Unfused step 1: m[row] = max of the row.
 template <class T, int BLOCK>
 void row_max_program(tl::Ptr<T> x, tl::Ptr<T> m, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols) {

@@ -27,16 +27,19 @@ kernels::RowOptions interpreter(bool peel) {
   return opt;
 }
 
-// interpreter(peel) with narrow rows several per program (LayerNorm's rule is one per program).
-kernels::RowOptions packed(bool peel) {
+// interpreter(peel) with narrow rows several per program (LayerNorm's rule is one per program), each row
+// read on its own (through its window with peel), or with `stage` the program's rows as one run through
+// shared memory (StagedRows, the rule for rows that are not whole vectors).
+kernels::RowOptions packed(bool peel, bool stage = false) {
   kernels::RowOptions opt = interpreter(peel);
   opt.tuning.pack_rows = true;
+  opt.tuning.stage_rows = stage;
   return opt;
 }
 
 // Softmax `variant` (split: over 3 programs per row) of rows x cols in the interpreter against float64.
 template <class H>
-void check_softmax(std::int64_t rows, std::int64_t cols, RowVariant variant, bool peel, bool pack = true) {
+void check_softmax(std::int64_t rows, std::int64_t cols, RowVariant variant, bool peel, bool pack = true, bool stage = false) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("softmax ") + kernels::variant_name(variant) + (peel ? " peeled " : " unpeeled ") + std::to_string(rows) +
                "x" + std::to_string(cols) + " seed " + std::to_string(seed));
@@ -44,9 +47,9 @@ void check_softmax(std::int64_t rows, std::int64_t cols, RowVariant variant, boo
   std::vector<H> y(x.size(), reference::from_float<H>(std::nanf("")));
   if (variant == RowVariant::split) {
     kernels::SplitScratch<std::vector<float>> scratch{std::vector<float>(rows * 3), std::vector<float>(rows * 3)};
-    kernels::softmax_split(x, y, scratch, rows, cols, 3, pack ? packed(peel) : interpreter(peel));
+    kernels::softmax_split(x, y, scratch, rows, cols, 3, pack ? packed(peel, stage) : interpreter(peel));
   } else {
-    kernels::softmax_auto(x, y, rows, cols, pack ? packed(peel) : interpreter(peel), variant);
+    kernels::softmax_auto(x, y, rows, cols, pack ? packed(peel, stage) : interpreter(peel), variant);
   }
   const auto ref = reference::softmax<H>(x, rows, cols);
   EXPECT_LE(reference::relative_error<H>(y, ref), reference::tolerance<H>());
@@ -57,7 +60,8 @@ void check_softmax(std::int64_t rows, std::int64_t cols, RowVariant variant, boo
 // included; `mean` shifts the rows (f32 rows are summed shifted by their first element, which the
 // window must find at the row's start, not the window's).
 template <class H>
-void check_layernorm(std::int64_t rows, std::int64_t cols, RowVariant variant, bool peel, float mean = 0.f, bool pack = false) {
+void check_layernorm(std::int64_t rows, std::int64_t cols, RowVariant variant, bool peel, float mean = 0.f, bool pack = false,
+                     bool stage = false) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("layernorm ") + kernels::variant_name(variant) + (peel ? " peeled " : " unpeeled ") + std::to_string(rows) +
                "x" + std::to_string(cols) + " seed " + std::to_string(seed));
@@ -68,9 +72,9 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, RowVariant variant, b
   kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows, std::nanf("")), std::vector<float>(rows, std::nanf(""))};
   if (variant == RowVariant::split) {
     kernels::NormSplitScratch<std::vector<float>> scratch{std::vector<float>(rows * 3), std::vector<float>(rows * 3)};
-    kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, 3, 1e-5f, pack ? packed(peel) : interpreter(peel));
+    kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, 3, 1e-5f, pack ? packed(peel, stage) : interpreter(peel));
   } else {
-    kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, pack ? packed(peel) : interpreter(peel), variant);
+    kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, pack ? packed(peel, stage) : interpreter(peel), variant);
   }
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
@@ -177,17 +181,40 @@ TEST(RowsAlignment, NarrowRowsGoSeveralToAProgram) {
   check_layernorm<float>(40, 33, RowVariant::one_program, true, 1e4f, true);  // shifted by each row's first element
 }
 
+TEST(RowsAlignment, StagedNarrowRowsMatchFloat64) {
+  // Rows that are not whole vectors, the program's rows as one run through shared memory (StagedRows):
+  // runs that start anywhere in a vector, the last program's rows past the matrix, widths from 1 column
+  // to a 512-byte tile, every dtype; LayerNorm's f32 rows shifted by their first element, gathered from
+  // the stage.
+  const kernels::RowOptions opt = packed(false, true);
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 47, opt).at(0)->name(), "softmax_staged_rows_64x64");
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::f32, 3, opt).at(0)->name(), "layernorm_staged_rows_512x4");
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::f16, 64, opt).at(0)->name(), "softmax_rows_64x64");  // whole vectors
+  for (std::int64_t cols : {1, 3, 5, 25, 47, 79, 155, 249}) {
+    check_softmax<half>(203, cols, RowVariant::one_program, false, true, true);
+    check_softmax<bfloat16>(70, cols, RowVariant::one_program, false, true, true);
+    check_softmax<float>(37, cols, RowVariant::one_program, false, true, true);
+    check_layernorm<half>(203, cols, RowVariant::one_program, false, 0.f, true, true);
+    check_layernorm<bfloat16>(70, cols, RowVariant::one_program, false, 0.f, true, true);
+    check_layernorm<float>(37, cols, RowVariant::one_program, false, 0.f, true, true);
+  }
+  check_layernorm<float>(40, 33, RowVariant::one_program, false, 1e4f, true, true);
+}
+
 TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   // Unless tuned: odd f16/bf16 rows through windows from 2 KB, f32 rows and shorter half rows element by
-  // element; several rows per program for tiles up to 128 bytes, one per program above.
+  // element; several rows per program for tiles up to 128 bytes (f32 rows that are not whole vectors: up
+  // to 512 bytes, through shared memory), one per program above.
   const kernels::RowOptions opt{Backend::interpreter};
   auto name = [&](ir::DType t, std::int64_t cols) { return kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0)->name(); };
   EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_peeled_4096");  // 6.5 KB
   EXPECT_EQ(name(ir::DType::f16, 1025), "layernorm_peeled_2048");   // 2050 bytes
   EXPECT_EQ(name(ir::DType::f16, 1023), "layernorm_1024");          // 2046 bytes
   EXPECT_EQ(name(ir::DType::f32, 3261), "layernorm_4096");
-  EXPECT_EQ(name(ir::DType::bf16, 47), "layernorm_rows_64x64");     // a 128-byte tile
-  EXPECT_EQ(name(ir::DType::f32, 31), "layernorm_rows_64x32");
+  EXPECT_EQ(name(ir::DType::bf16, 47), "layernorm_rows_64x64");         // a 128-byte tile
+  EXPECT_EQ(name(ir::DType::f16, 40), "layernorm_rows_64x64");          // whole vectors
+  EXPECT_EQ(name(ir::DType::f32, 31), "layernorm_staged_rows_64x32");   // f32, not whole vectors: staged
+  EXPECT_EQ(name(ir::DType::f32, 53), "layernorm_staged_rows_32x64");   // staged, packed up to 512 bytes
   EXPECT_EQ(name(ir::DType::f16, 136), "layernorm_256");              // a 512-byte tile
   // What Tuning says wins over the defaults.
   kernels::RowOptions tuned = opt;
@@ -217,6 +244,20 @@ TEST(RowsAlignment, NarrowRowKernelsMove16BytesPerAccess) {
     const std::string src = p->cuda_source(cols % 8 ? odd_rows(*p) : p->default_specialization());
     EXPECT_EQ(occurrences(src, "tf_load_vec<tf_u16, 8>"), 1u) << src;
     EXPECT_EQ(occurrences(src, "tf_store_vec<tf_u16, 8>"), 1u) << src;
+  }
+  // Staged: the run in and out of the stage and of memory 16 bytes at a time (LayerNorm's w and b too, every
+  // row at column 0 of the tile); rows gathered from the stage element by element.
+  for (std::int64_t cols : {47, 79}) {
+    const Program* s = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, cols, packed(false, true)).at(0);
+    const std::string staged = s->cuda_source(odd_rows(*s));
+    EXPECT_EQ(occurrences(staged, "tf_load_vec<tf_u16, 8>"), 2u) << staged;
+    EXPECT_EQ(occurrences(staged, "tf_store_vec<tf_u16, 8>"), 2u) << staged;
+    const Program* n = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, cols, packed(false, true)).at(0);
+    const std::string norm = n->cuda_source(odd_rows(*n));
+    EXPECT_EQ(occurrences(norm, "tf_load_vec<tf_u16, 8>"), 4u) << norm;
+    EXPECT_EQ(occurrences(norm, "tf_store_vec<tf_u16, 8>"), 2u) << norm;
+    const auto info = n->compile(odd_rows(*n), "sm_90");
+    EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
   }
   // LayerNorm of odd rows: x and y in 16-byte runs; w and b follow each row's head, element by element.
   const Program* ln = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 79, packed(true)).at(0);
