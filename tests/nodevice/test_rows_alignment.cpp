@@ -202,7 +202,7 @@ TEST(RowsAlignment, StagedNarrowRowsMatchFloat64) {
 }
 
 TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
-  // Unless tuned: odd f16/bf16 rows through windows from 2 KB, f32 rows and shorter half rows element by
+  // Unless tuned: odd f16/bf16 rows through windows from 2 KB, f32 rows on one program and shorter half rows element by
   // element; several rows per program for tiles up to 128 bytes (f32 rows that are not whole vectors: up
   // to 512 bytes, through shared memory), one per program above.
   const kernels::RowOptions opt{Backend::interpreter};
@@ -215,6 +215,9 @@ TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   EXPECT_EQ(name(ir::DType::f16, 40), "layernorm_rows_64x64");          // whole vectors
   EXPECT_EQ(name(ir::DType::f32, 31), "layernorm_staged_rows_64x32");   // f32, not whole vectors: staged
   EXPECT_EQ(name(ir::DType::f32, 53), "layernorm_staged_rows_32x64");   // staged, packed up to 512 bytes
+  // f32 rows wider than one program through windows (the looped and split kernels).
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 18179, opt).at(0)->name(), "layernorm_looped_peeled");
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 16383, opt).at(0)->name(), "layernorm_looped");
   EXPECT_EQ(name(ir::DType::f16, 136), "layernorm_256");              // a 512-byte tile
   // What Tuning says wins over the defaults.
   kernels::RowOptions tuned = opt;
