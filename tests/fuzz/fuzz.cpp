@@ -389,7 +389,8 @@ class Generator {
 
   // A stage of 2n elements of x's dtype: written whole (by stores, or by an asynchronous copy from an
   // input of that dtype), then read at an offset from 0 to n, so that threads read what others wrote; or
-  // written and read back under the mask (each thread its own elements).
+  // written and read back under the mask (each thread its own elements); or written whole, x scattered
+  // to it reversed (some offsets past its end, maybe under the mask) and gathered back at shifted offsets.
   void stage_step(ir::ValueId x) {
     if (block_ != &c_.fn.body) return;
     const DType d = type(x).dtype;
@@ -398,7 +399,23 @@ class Generator {
     const ir::attr::StageRef at{index};
     const std::vector<int> same = inputs_of(d);
     const int input = same.empty() ? -1 : same.back();
-    switch (pick(3)) {
+    switch (pick(4)) {
+      case 3: {
+        effect(Op::stage_store, {i32(0), of_dtype(d)}, at);
+        effect(Op::stage_store, {i32(n_), of_dtype(d)}, at);
+        const auto lanes = emit(Op::arange, shaped(DType::i32), {});
+        const auto reversed = emit(Op::sub, shaped(DType::i32), {splat(i32(n_ - 1 + pick(n_ + n_ / 2 + 1))), lanes});
+        if (chance(2)) effect(Op::stage_scatter, {reversed, x}, at);
+        else effect(Op::stage_scatter, {reversed, x, mask_}, at);
+        const auto shifted = emit(Op::add, shaped(DType::i32), {lanes, splat(i32(pick(2 * n_ + 1)))});
+        if (chance(2)) {
+          pool_.push_back(emit(Op::stage_gather, shaped(d), {shifted}, at));
+        } else {
+          const auto m = emit(Op::ne, shaped(DType::i1), {x, of_dtype(d)});
+          pool_.push_back(emit(Op::stage_gather, shaped(d), {shifted, m, constant(d, 1)}, at));
+        }
+        return;
+      }
       case 0:
         effect(Op::stage_store, {i32(0), x, mask_}, at);
         pool_.push_back(emit(Op::stage_load, shaped(d), {i32(0), mask_, constant(d, 0)}, at));

@@ -153,8 +153,8 @@ TEST(Fuzz, FamiliesCoverTheirOps) {
     }
   }
   for (int f = 0; f < 4; ++f) EXPECT_GT(families[f], 40) << fuzz::family_name(static_cast<fuzz::Family>(f));
-  for (const char* op : {"stages stage_store", "stages stage_load", "stages stage_copy", "clusters cluster_max", "clusters cluster_sum",
-                         "clusters of 2", "clusters of 4", "tiles expand", "tiles broadcast", "tiles max_along", "tiles sum_along",
+  for (const char* op : {"stages stage_store", "stages stage_load", "stages stage_copy", "stages stage_gather", "stages stage_scatter",
+                         "clusters cluster_max", "clusters cluster_sum", "clusters of 2", "clusters of 4", "tiles expand", "tiles broadcast", "tiles max_along", "tiles sum_along",
                          "tiles trans", "tiles dot", "tiles dot in a loop", "tiles loop", "rows loop", "rows load"})
     EXPECT_GT(seen[op], 0) << op;
   EXPECT_EQ(seen["rows dot"] + seen["rows stage_load"] + seen["rows cluster_sum"] + seen["stages dot"], 0);
