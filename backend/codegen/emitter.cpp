@@ -100,7 +100,7 @@ void Emitter::instr(const ir::Instr& in) {
     case ir::Family::memory: return in.op == Op::load ? load(in) : store(in);
     case ir::Family::reduction: return reduce(in);
     case ir::Family::cluster: return cluster_reduce(in);
-    case ir::Family::stage: return in.op == Op::stage_copy ? stage_copy(in) : ir::is_stage_indexed(in.op) ? stage_indexed(in) : stage_access(in);
+    case ir::Family::stage: return in.op == Op::stage_copy ? stage_copy(in) : stage_access(in);
     case ir::Family::control: return loop(in);
     case ir::Family::shape:
     case ir::Family::axis_reduction:

@@ -64,8 +64,8 @@ class Emitter {
   // ---- stages.cpp ----
   void declare_stages();
   void stage_copy(const ir::Instr& in);
+  /// Stage stores and loads, scatters and gathers.
   void stage_access(const ir::Instr& in);
-  void stage_indexed(const ir::Instr& in);
   void stage_barrier(const ir::Instr& in);
   void stage_sync(const ir::Instr& in);
   /// The once-per-tile bounds test of a stage access ("" when none is needed).

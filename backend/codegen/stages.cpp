@@ -111,8 +111,13 @@ void Emitter::stage_copy(const ir::Instr& in) {
   copies_pending_ = true;
 }
 
+// Stage stores and loads (element offset + i for the tile's element i) and scatters and gathers (element
+// offsets[i], each lane at its own offset, tested against the stage's bounds unless the offsets provably
+// stay inside): element by element, or in runs of plan.vector (a run of gathered offsets is provably
+// contiguous and aligned, so it lies wholly inside or outside the stage and its first offset decides).
 void Emitter::stage_access(const ir::Instr& in) {
-  const bool store = in.op == ir::Op::stage_store;
+  const bool indexed = ir::is_stage_indexed(in.op);
+  const bool store = in.op == ir::Op::stage_store || in.op == ir::Op::stage_scatter;
   const ir::Stage& st = fn_.stages.at(stage_of(in));
   const passes::AccessPlan& plan = a_.plan(in);
   const ir::ValueId tile = store ? in.args[1] : in.result;
@@ -123,10 +128,14 @@ void Emitter::stage_access(const ir::Instr& in) {
   const bool masked = plan.masked;
   const ir::ValueId mask = masked ? in.args[mask_at] : -1;
   stage_sync(in);
+  // The stage element that element `e` of this thread's tile moves to or from.
+  auto index = [&](const std::string& e) { return indexed ? off + "[" + e + "]" : off + " + " + index_expr(l, e); };
   // Elements outside [0, N) are masked off (see passes::AccessPlan's inside and whole).
-  auto cond = [&](const std::string& e) {
-    return all_of({live(t), tile_in(in, plan), element_in(in, plan, l, e), masked ? v(mask) + "[" + e + "]" : ""});
+  auto in_stage = [&](const std::string& e) {
+    if (indexed) return plan.inside ? std::string() : "(unsigned)" + index(e) + " < " + std::to_string(st.size) + "u";
+    return all_of({tile_in(in, plan), element_in(in, plan, l, e)});
   };
+  auto cond = [&](const std::string& e) { return all_of({live(t), in_stage(e), masked ? v(mask) + "[" + e + "]" : ""}); };
   const int E = l.per_thread;
   const int W = plan.vector;
   const std::string r = store ? "" : v(in.result);
@@ -134,7 +143,7 @@ void Emitter::stage_access(const ir::Instr& in) {
   if (!store) os_ << "  " << text::reg_type(t) << " " << r << "[" << E << "];\n";
   if (W == 1) {
     const std::string c = cond("e");
-    const std::string addr = base + "[" + off + " + " + index_expr(l) + "]";
+    const std::string addr = base + "[" + index("e") + "]";
     os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) ";
     if (store) {
       os_ << (c.empty() ? "" : "if (" + c + ") ") << addr << " = " << text::to_storage(st.dtype, v(in.args[1]) + "[e]") << ";\n";
@@ -148,49 +157,9 @@ void Emitter::stage_access(const ir::Instr& in) {
   const std::string in_run = c.empty() ? "    " : "      ";
   os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
   if (!c.empty()) os_ << "    if (" << c << ") {\n";
-  const std::string addr = base + " + " + off + " + " + index_expr(l, "e0");
+  const std::string addr = base + " + " + index("e0");
   if (store) store_run(in_run, st.dtype, W, v(in.args[1]), addr);
   else load_run(in_run, st.dtype, W, addr, r);
-  if (!c.empty()) {
-    os_ << "    }";
-    if (!store) os_ << " else {\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << r << "[e] = " << other << ";\n    }";
-    os_ << "\n";
-  }
-  os_ << "  }\n";
-}
-
-// A gather or scatter: each lane at its own offset, tested against the stage's bounds unless the offsets
-// provably stay inside; in runs of plan.vector where the offsets are provably contiguous and aligned (a
-// run then lies wholly inside or outside the stage, so its first offset decides).
-void Emitter::stage_indexed(const ir::Instr& in) {
-  const bool store = in.op == ir::Op::stage_scatter;
-  const ir::Stage& st = fn_.stages.at(stage_of(in));
-  const passes::AccessPlan& plan = a_.plan(in);
-  const ir::ValueId tile = store ? in.args[1] : in.result;
-  const auto& t = fn_.values[tile];
-  const std::string off = v(in.args[0]), base = "tf_stage" + std::to_string(stage_of(in));
-  const ir::ValueId mask = plan.masked ? in.args[store ? 2 : 1] : -1;
-  stage_sync(in);
-  auto cond = [&](const std::string& e) {
-    return all_of({live(t), plan.inside ? "" : "(unsigned)" + off + "[" + e + "] < " + std::to_string(st.size) + "u",
-                   mask >= 0 ? v(mask) + "[" + e + "]" : ""});
-  };
-  const int E = layout(t).per_thread, W = plan.vector;
-  const std::string r = store ? "" : v(in.result);
-  const std::string other = store ? "" : mask >= 0 ? v(in.args[2]) + "[e]" : text::literal(t.dtype, 0);
-  if (!store) os_ << "  " << text::reg_type(t) << " " << r << "[" << E << "];\n";
-  if (W == 1) {
-    const std::string c = cond("e"), addr = base + "[" + off + "[e]]";
-    os_ << "#pragma unroll\n  for (int e = 0; e < " << E << "; ++e) ";
-    if (store) os_ << (c.empty() ? "" : "if (" + c + ") ") << addr << " = " << text::to_storage(st.dtype, v(in.args[1]) + "[e]") << ";\n";
-    else os_ << r << "[e] = " << (c.empty() ? text::from_storage(st.dtype, addr) : c + " ? " + text::from_storage(st.dtype, addr) + " : " + other) << ";\n";
-    return;
-  }
-  const std::string c = cond("e0"), indent = c.empty() ? "    " : "      ", addr = base + " + " + off + "[e0]";
-  os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << E << "; e0 += " << W << ") {\n";
-  if (!c.empty()) os_ << "    if (" << c << ") {\n";
-  if (store) store_run(indent, st.dtype, W, v(in.args[1]), addr);
-  else load_run(indent, st.dtype, W, addr, r);
   if (!c.empty()) {
     os_ << "    }";
     if (!store) os_ << " else {\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << r << "[e] = " << other << ";\n    }";

@@ -80,6 +80,8 @@ class TileEmitter {
   void store(const ir::Instr& in);
   /// Elements per access of a load or store of `ptr` (masked by `mask`, -1: none) in layout l.
   int vector_width(const passes::TileLayout2& l, ir::ValueId ptr, ir::ValueId mask, ir::DType dt) const;
+  /// Elements of layout l's last dimension that one thread holds in consecutive registers (a run).
+  static int register_run(const passes::TileLayout2& l);
   /// Elements per access the pointer tile alone allows (contiguous, aligned, in one thread's registers).
   int pointer_width(const passes::TileLayout2& l, ir::ValueId ptr, ir::DType dt) const;
   /// "m[e0] && m[e0 + 1] && ..." over a run of W of mask `mask` in layout l.

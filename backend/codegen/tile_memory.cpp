@@ -24,15 +24,19 @@ int TileEmitter::vector_width(const TileLayout2& l, ir::ValueId ptr, ir::ValueId
   return W;
 }
 
-int TileEmitter::pointer_width(const TileLayout2& l, ir::ValueId ptr, ir::DType dt) const {
+int TileEmitter::register_run(const TileLayout2& l) {
   const int last = l.rank - 1;
   int run = 1;
   for (const passes::Basis& b : l.reg) {
     if (b[last] != run || b[1 - last] != 0) break;
     run *= 2;
   }
+  return run;
+}
+
+int TileEmitter::pointer_width(const TileLayout2& l, ir::ValueId ptr, ir::DType dt) const {
   const int bytes = ir::dtype_bytes(dt);
-  int W = std::min(run, 16 / bytes);
+  int W = std::min(register_run(l), 16 / bytes);
   const passes::AxisInfo& p = a_.axis[ptr];
   while (W > 1 && (p.contiguity < W || p.divisibility < W * bytes)) W /= 2;
   return W;
@@ -58,15 +62,8 @@ void TileEmitter::stage_indexed(const ir::Instr& in) {
   // and aligned (the stage starts 16-byte aligned); each run then lies wholly inside or outside a stage
   // of a multiple of its length, and its mask must be even over it.
   const passes::AxisInfo& oi = a_.axis[in.args[0]];
-  const bool inside = oi.bounded && oi.min >= 0 && oi.max < st.size;  // the offsets provably stay in the stage
-  const int bytes = ir::dtype_bytes(st.dtype);
-  const int last = l.rank - 1;
-  int W = 1;
-  for (const passes::Basis& b : l.reg) {
-    if (b[last] != W || b[1 - last] != 0) break;
-    W *= 2;
-  }
-  W = std::min(W, 16 / bytes);
+  const bool inside = oi.within(st.size);  // the offsets provably stay in the stage
+  int W = std::min(register_run(l), 16 / ir::dtype_bytes(st.dtype));
   while (W > 1 && (oi.contiguity < W || oi.divisibility < W || (!inside && st.size % W != 0) ||
                    (mask >= 0 && a_.axis[mask].constancy < W)))
     W /= 2;

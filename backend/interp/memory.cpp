@@ -29,14 +29,16 @@ void Program::store(const ir::Instr& in) {
   }
 }
 
-// Element offset + j of the stage, where the mask allows and inside the stage (outside: dropped).
+// Element offset + j of the stage (a scatter: offsets[j]), where the mask allows and inside the stage
+// (outside: dropped). Lanes of a scatter that name one element write it in lane order here; on the GPU
+// either may win.
 void Program::stage_store(const ir::Instr& in) {
   Value& st = stages_[stage_of(in)];
   const DType dt = fn_.stages[stage_of(in)].dtype;
-  const std::int64_t off = ix(in, 0, 0), n = fn_.stages[stage_of(in)].size;
+  const std::int64_t n = fn_.stages[stage_of(in)].size;
   const bool masked = in.args.size() == 3;
   for (std::size_t j = 0; j < size(in.args[1]); ++j) {
-    const std::int64_t q = off + static_cast<std::int64_t>(j);
+    const std::int64_t q = stage_element(in, j);
     if ((masked && ix(in, 2, j) == 0) || q < 0 || q >= n) continue;
     if (ir::is_float(dt)) st.f[q] = round_to(dt, fx(in, 1, j));
     else st.i[q] = wrap(dt, ix(in, 1, j));
@@ -59,47 +61,19 @@ void Program::stage_copy(const ir::Instr& in) {
   }
 }
 
+// Element offset + j of the stage (a gather: offsets[j]) where the mask allows and inside the stage;
+// `other` (0 without a mask) elsewhere.
 void Program::stage_load(const ir::Instr& in) {
   const Value& st = stages_[stage_of(in)];
   const DType dt = fn_.stages[stage_of(in)].dtype;
-  const std::int64_t off = ix(in, 0, 0), n = fn_.stages[stage_of(in)].size;
-  const bool masked = in.args.size() == 3;
-  Value& r = make(in);
-  for (std::size_t j = 0; j < size(in.result); ++j) {
-    const std::int64_t q = off + static_cast<std::int64_t>(j);
-    const bool on = (!masked || ix(in, 1, j) != 0) && q >= 0 && q < n;
-    if (ir::is_float(dt)) r.f[j] = on ? st.f[q] : (masked ? fx(in, 2, j) : 0.0);
-    else r.i[j] = on ? st.i[q] : (masked ? ix(in, 2, j) : 0);
-  }
-}
-
-// Element offsets[j] of the stage for each j, where the mask allows and inside the stage (other elsewhere).
-void Program::stage_gather(const ir::Instr& in) {
-  const Value& st = stages_[stage_of(in)];
-  const DType dt = fn_.stages[stage_of(in)].dtype;
   const std::int64_t n = fn_.stages[stage_of(in)].size;
   const bool masked = in.args.size() == 3;
   Value& r = make(in);
   for (std::size_t j = 0; j < size(in.result); ++j) {
-    const std::int64_t q = ix(in, 0, j);
+    const std::int64_t q = stage_element(in, j);
     const bool on = (!masked || ix(in, 1, j) != 0) && q >= 0 && q < n;
     if (ir::is_float(dt)) r.f[j] = on ? st.f[q] : (masked ? fx(in, 2, j) : 0.0);
     else r.i[j] = on ? st.i[q] : (masked ? ix(in, 2, j) : 0);
-  }
-}
-
-// value[j] to element offsets[j] for each j, where the mask allows and inside the stage (outside:
-// dropped). Lanes that name one element write it in lane order here; on the GPU either may win.
-void Program::stage_scatter(const ir::Instr& in) {
-  Value& st = stages_[stage_of(in)];
-  const DType dt = fn_.stages[stage_of(in)].dtype;
-  const std::int64_t n = fn_.stages[stage_of(in)].size;
-  const bool masked = in.args.size() == 3;
-  for (std::size_t j = 0; j < size(in.args[1]); ++j) {
-    const std::int64_t q = ix(in, 0, j);
-    if ((masked && ix(in, 2, j) == 0) || q < 0 || q >= n) continue;
-    if (ir::is_float(dt)) st.f[q] = round_to(dt, fx(in, 1, j));
-    else st.i[q] = wrap(dt, ix(in, 1, j));
   }
 }
 

@@ -122,10 +122,9 @@ void Program::step(const ir::Instr& in) {
     case ir::Family::reduction: return reduce(in);
     case ir::Family::stage:
       switch (in.op) {
-        case Op::stage_load: return stage_load(in);
+        case Op::stage_load:
+        case Op::stage_gather: return stage_load(in);
         case Op::stage_copy: return stage_copy(in);
-        case Op::stage_gather: return stage_gather(in);
-        case Op::stage_scatter: return stage_scatter(in);
         default: return stage_store(in);
       }
     case ir::Family::control: return run_loop(in);

@@ -121,11 +121,15 @@ class Program {
   void geometry(const ir::Instr& in);
   void load(const ir::Instr& in);
   void store(const ir::Instr& in);
+  /// Stage stores and scatters.
   void stage_store(const ir::Instr& in);
   void stage_copy(const ir::Instr& in);
+  /// Stage loads and gathers.
   void stage_load(const ir::Instr& in);
-  void stage_gather(const ir::Instr& in);
-  void stage_scatter(const ir::Instr& in);
+  /// The stage element lane j of a stage access names: offset + j, or offsets[j] for a gather or scatter.
+  std::int64_t stage_element(const ir::Instr& in, std::size_t j) const {
+    return ir::is_stage_indexed(in.op) ? ix(in, 0, j) : ix(in, 0, 0) + static_cast<std::int64_t>(j);
+  }
   void elementwise(const ir::Instr& in);
   void arithmetic(const ir::Instr& in);
   /// Element j of a float-operand op into r (comparisons into r.i, arithmetic rounded to `result` into r.f).

@@ -152,9 +152,9 @@ class Verifier {
         if (loop_depth_ > 0) fail(in, "cluster reductions cannot be inside a loop (every program must reach each one)");
         break;
       case Typing::stage_write:
-      case Typing::stage_load: stage_access(in, rule == Typing::stage_write); break;
+      case Typing::stage_load:
       case Typing::stage_gather:
-      case Typing::stage_scatter: stage_indexed(in, rule == Typing::stage_scatter); break;
+      case Typing::stage_scatter: stage_access(in, rule == Typing::stage_write || rule == Typing::stage_scatter); break;
       case Typing::loop: break;  // verified by loop()
       case Typing::expand: {
         const int axis = in.as<attr::Axis>().axis;
@@ -198,42 +198,33 @@ class Verifier {
     if (hint != CacheHint::normal && hint != CacheHint::streaming && hint != CacheHint::l2_only) fail(in, "no such cache hint");
   }
 
-  // stage_store and stage_copy: (offset, tile [, mask]); stage_load: (offset [, mask, other]).
+  // stage_store and stage_copy: (offset, tile [, mask]); stage_load: (offset [, mask, other]); an i32
+  // scalar offset and a 1D tile. stage_scatter: (offsets, value [, mask]); stage_gather: (offsets [, mask,
+  // other]); offsets an i32 tile of the accessed shape, 1D or 2D.
   void stage_access(const Instr& in, bool write) const {
     const int index = in.as<attr::StageRef>().stage;
     if (index < 0 || index >= static_cast<int>(fn_.stages.size())) fail(in, "no such stage");
     const Stage& st = fn_.stages[index];
     auto arg = [&](std::size_t i) -> const ValueType& { return fn_.values[in.args.at(i)]; };
-    if (!(arg(0) == kI32)) fail(in, "a stage offset is an i32 scalar");
     const ValueType& tile = write ? arg(1) : fn_.values[in.result];
-    const bool copy = in.op == Op::stage_copy;
-    if (tile.rank != 1 || tile.pointer != copy || tile.dtype != st.dtype || tile.dims[0] > st.size)
-      fail(in, copy ? "a stage copies through a 1D tile of pointers to its dtype, at most the stage's size"
-                    : "a stage access moves a 1D tile of the stage's dtype, at most the stage's size");
-    const std::size_t mask_at = write ? 2 : 1;
-    if (in.args.size() > mask_at && (arg(mask_at).dtype != DType::i1 || arg(mask_at).rank != 1 || arg(mask_at).dims != tile.dims))
-      fail(in, "a stage access mask is an i1 tile of the accessed shape");
-    if (!write && in.args.size() == 3 && !(arg(2) == fn_.values[in.result])) fail(in, "stage_load other must have the result type");
-    if (!write && in.args.size() == 2) fail(in, "a masked stage_load needs its other value");
-  }
-
-  // stage_scatter: (offsets, value [, mask]); stage_gather: (offsets [, mask, other]); offsets an i32 tile
-  // of the accessed shape, 1D or 2D.
-  void stage_indexed(const Instr& in, bool write) const {
-    const int index = in.as<attr::StageRef>().stage;
-    if (index < 0 || index >= static_cast<int>(fn_.stages.size())) fail(in, "no such stage");
-    const Stage& st = fn_.stages[index];
-    auto arg = [&](std::size_t i) -> const ValueType& { return fn_.values[in.args.at(i)]; };
-    const ValueType& tile = write ? arg(1) : fn_.values[in.result];
-    if (tile.rank < 1 || tile.rank > 2 || tile.pointer || tile.dtype != st.dtype)
-      fail(in, "a stage gather or scatter moves a 1D or 2D tile of the stage's dtype");
-    if (arg(0).dtype != DType::i32 || arg(0).pointer || arg(0).rank != tile.rank || arg(0).dims != tile.dims)
-      fail(in, "a stage gather's or scatter's offsets are an i32 tile of the accessed shape");
+    if (is_stage_indexed(in.op)) {
+      if (tile.rank < 1 || tile.rank > 2 || tile.pointer || tile.dtype != st.dtype)
+        fail(in, "a stage gather or scatter moves a 1D or 2D tile of the stage's dtype");
+      if (arg(0).dtype != DType::i32 || arg(0).pointer || arg(0).rank != tile.rank || arg(0).dims != tile.dims)
+        fail(in, "a stage gather's or scatter's offsets are an i32 tile of the accessed shape");
+    } else {
+      if (!(arg(0) == kI32)) fail(in, "a stage offset is an i32 scalar");
+      const bool copy = in.op == Op::stage_copy;
+      if (tile.rank != 1 || tile.pointer != copy || tile.dtype != st.dtype || tile.dims[0] > st.size)
+        fail(in, copy ? "a stage copies through a 1D tile of pointers to its dtype, at most the stage's size"
+                      : "a stage access moves a 1D tile of the stage's dtype, at most the stage's size");
+    }
     const std::size_t mask_at = write ? 2 : 1;
     if (in.args.size() > mask_at && (arg(mask_at).dtype != DType::i1 || arg(mask_at).rank != tile.rank || arg(mask_at).dims != tile.dims))
       fail(in, "a stage access mask is an i1 tile of the accessed shape");
-    if (!write && in.args.size() == 3 && !(arg(2) == fn_.values[in.result])) fail(in, "stage_gather other must have the result type");
-    if (!write && in.args.size() == 2) fail(in, "a masked stage_gather needs its other value");
+    if (!write && in.args.size() == 3 && !(arg(2) == fn_.values[in.result]))
+      fail(in, std::string(op_name(in.op)) + " other must have the result type");
+    if (!write && in.args.size() == 2) fail(in, std::string("a masked ") + op_name(in.op) + " needs its other value");
   }
 
   const Function& fn_;

@@ -99,12 +99,20 @@ class Planner {
     return p;
   }
 
+  // The tile a stage store, load, scatter or gather moves, and its mask (-1: none).
+  struct StageOperands {
+    const ir::ValueType& tile;
+    ir::ValueId mask;
+  };
+  StageOperands stage_operands(const ir::Instr& in) const {
+    const bool store = in.op == ir::Op::stage_store || in.op == ir::Op::stage_scatter;
+    const std::size_t mask_at = store ? 2 : 1;
+    return {fn_.values[store ? in.args[1] : in.result], in.args.size() > mask_at ? in.args[mask_at] : -1};
+  }
+
   AccessPlan stage_access(const ir::Instr& in) const {
     AccessPlan p;
-    const bool store = in.op == ir::Op::stage_store;
-    const auto& t = fn_.values[store ? in.args[1] : in.result];
-    const std::size_t mask_at = store ? 2 : 1;
-    const ir::ValueId mask = in.args.size() > mask_at ? in.args[mask_at] : -1;
+    const auto [t, mask] = stage_operands(in);
     p.masked = mask >= 0 && !known_true(mask);
     bounds(in, t.dims[0], p);
     const int bytes = ir::dtype_bytes(fn_.stages.at(in.as<ir::attr::StageRef>().stage).dtype);
@@ -120,14 +128,11 @@ class Planner {
   // mask constant over each run. Programs with 2D tiles choose runs from their own layouts.
   AccessPlan stage_indexed(const ir::Instr& in) const {
     AccessPlan p;
-    const bool store = in.op == ir::Op::stage_scatter;
-    const auto& t = fn_.values[store ? in.args[1] : in.result];
-    const std::size_t mask_at = store ? 2 : 1;
-    const ir::ValueId mask = in.args.size() > mask_at ? in.args[mask_at] : -1;
+    const auto [t, mask] = stage_operands(in);
     p.masked = mask >= 0 && !known_true(mask);
     const ir::Stage& st = fn_.stages.at(in.as<ir::attr::StageRef>().stage);
     const AxisInfo& oi = a_.axis[in.args[0]];
-    p.inside = oi.bounded && oi.min >= 0 && oi.max < st.size;
+    p.inside = oi.within(st.size);
     if (t.rank != 1) return p;
     const int bytes = ir::dtype_bytes(st.dtype);
     p.vector = a_.layout(t).vector;

@@ -48,6 +48,9 @@ struct AxisInfo {
   /// headroom >= 1.
   ir::ValueId below = -1;
   std::int64_t headroom = 0;
+  /// Whether every element provably lies in [0, n) (a stage gather's or scatter's offsets inside a stage
+  /// of n elements).
+  bool within(std::int64_t n) const { return bounded && min >= 0 && max < n; }
 };
 
 /// AxisInfo for every value, given the divisibility (integers) or byte alignment (pointers) of each parameter.
