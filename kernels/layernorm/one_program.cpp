@@ -44,30 +44,21 @@ void one_program(const RowCall& call, const Args& a) {
     const bool peel = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     // Rows that are not whole vectors: through their aligned windows, where the window fits one program.
     const std::int64_t window = window_cols(call.cols, element_bytes_of<T>());
-    // Narrow rows that are not whole vectors: several per program, moved as one run through shared memory
-    // (w and b then aligned with every row), on tiles as wide as the softmax packs.
-    if (staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>()) && packed_rows(call.opt.tuning, call.cols, element_bytes_of<T>())) {
+    // Narrow rows: several per program as one 2D tile; rows that are not whole vectors through their
+    // windows, or (staged) as one run of memory through shared memory, w and b then aligned with every
+    // row, on tiles as wide as the softmax packs.
+    const bool staged = staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>());
+    const std::int64_t width = peel && !staged ? window : call.cols;
+    if (packed_rows(call.opt.tuning, width, element_bytes_of<T>(), staged ? kPackedRowBytes : kNormPackedRowBytes)) {
       static constexpr const char* packed_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "n_rows", "eps"};
-      with_block<kPackedRowBytes / 2>(call.cols, [&]<int C>() {
+      with_block<kPackedRowBytes / 2>(width, [&]<int C>() {
         if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {
           constexpr int R = kRowsPerProgram<T, C>;
-          Program& p = kernel_for<&layernorm_staged_rows_program<T, R, C>>(
-              packed_shape(call.opt.tuning), [] { return "layernorm_staged_rows_" + std::to_string(R) + "x" + std::to_string(C); }, packed_params);
-          launch(call, p, Grid((call.rows + R - 1) / R), std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, i32(call.rows), eps});
-        }
-      });
-      return;
-    }
-    // Narrow rows: several per program as one 2D tile.
-    if (packed_rows(call.opt.tuning, peel ? window : call.cols, element_bytes_of<T>(), kNormPackedRowBytes)) {
-      static constexpr const char* packed_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "n_rows", "eps"};
-      with_block<kPackedRowBytes / 2>(peel ? window : call.cols, [&]<int C>() {
-        if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {
-          constexpr int R = kRowsPerProgram<T, C>;
-          auto name = [] { return "layernorm_rows_" + std::to_string(R) + "x" + std::to_string(C); };
-          Program& p = peel ? kernel_for<&layernorm_rows_program<T, R, C, true>>(packed_shape(call.opt.tuning),
-                                                                                 [&] { return name() + "_peeled"; }, packed_params)
-                            : kernel_for<&layernorm_rows_program<T, R, C, false>>(packed_shape(call.opt.tuning), name, packed_params);
+          auto name = [](const char* stem) { return stem + std::to_string(R) + "x" + std::to_string(C); };
+          const KernelShape shape = packed_shape(call.opt.tuning);
+          Program& p = staged ? kernel_for<&layernorm_staged_rows_program<T, R, C>>(shape, [&] { return name("layernorm_staged_rows_"); }, packed_params)
+                       : peel ? kernel_for<&layernorm_rows_program<T, R, C, true>>(shape, [&] { return name("layernorm_rows_") + "_peeled"; }, packed_params)
+                              : kernel_for<&layernorm_rows_program<T, R, C, false>>(shape, [&] { return name("layernorm_rows_"); }, packed_params);
           launch(call, p, Grid((call.rows + R - 1) / R), std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, i32(call.rows), eps});
         }
       });

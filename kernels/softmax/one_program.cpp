@@ -23,29 +23,20 @@ void one_program(const RowCall& call, const Args& a) {
     const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     // Rows that are not whole vectors: through their aligned windows, where the window fits one program.
     const std::int64_t window = window_cols(call.cols, element_bytes_of<T>());
-    // Narrow rows that are not whole vectors: several per program, moved as one run through shared memory.
-    if (staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>()) && packed_rows(call.opt.tuning, call.cols, element_bytes_of<T>())) {
+    // Narrow rows: several per program as one 2D tile; rows that are not whole vectors through their
+    // windows, or (staged) as one run of memory through shared memory.
+    const bool staged = staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>());
+    const std::int64_t width = peel && !staged ? window : call.cols;
+    if (packed_rows(call.opt.tuning, width, element_bytes_of<T>())) {
       static constexpr const char* packed_params[] = {"in", "out", "stride", "n_cols", "n_rows"};
-      with_block<kPackedRowBytes / 2>(call.cols, [&]<int C>() {
+      with_block<kPackedRowBytes / 2>(width, [&]<int C>() {
         if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {
           constexpr int R = kRowsPerProgram<T, C>;
-          Program& p = kernel_for<&softmax_staged_rows_program<T, R, C>>(
-              packed_shape(call.opt.tuning), [] { return "softmax_staged_rows_" + std::to_string(R) + "x" + std::to_string(C); }, packed_params);
-          launch(call, p, Grid((call.rows + R - 1) / R), std::array{a.in, a.out, n, n, i32(call.rows)});
-        }
-      });
-      return;
-    }
-    // Narrow rows: several per program as one 2D tile.
-    if (packed_rows(call.opt.tuning, peel ? window : call.cols, element_bytes_of<T>())) {
-      static constexpr const char* packed_params[] = {"in", "out", "stride", "n_cols", "n_rows"};
-      with_block<kPackedRowBytes / 2>(peel ? window : call.cols, [&]<int C>() {
-        if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {
-          constexpr int R = kRowsPerProgram<T, C>;
-          auto name = [] { return "softmax_rows_" + std::to_string(R) + "x" + std::to_string(C); };
-          Program& p = peel ? kernel_for<&softmax_rows_program<T, R, C, true>>(packed_shape(call.opt.tuning), [&] { return name() + "_peeled"; },
-                                                                               packed_params)
-                            : kernel_for<&softmax_rows_program<T, R, C, false>>(packed_shape(call.opt.tuning), name, packed_params);
+          auto name = [](const char* stem) { return stem + std::to_string(R) + "x" + std::to_string(C); };
+          const KernelShape shape = packed_shape(call.opt.tuning);
+          Program& p = staged ? kernel_for<&softmax_staged_rows_program<T, R, C>>(shape, [&] { return name("softmax_staged_rows_"); }, packed_params)
+                       : peel ? kernel_for<&softmax_rows_program<T, R, C, true>>(shape, [&] { return name("softmax_rows_") + "_peeled"; }, packed_params)
+                              : kernel_for<&softmax_rows_program<T, R, C, false>>(shape, [&] { return name("softmax_rows_"); }, packed_params);
           launch(call, p, Grid((call.rows + R - 1) / R), std::array{a.in, a.out, n, n, i32(call.rows)});
         }
       });
