@@ -64,20 +64,20 @@ void one_program(const RowCall& call, const Args& a) {
       });
       return;
     }
-    if (peel && window <= kNormMaxCols) {
-      with_block<kNormMaxCols>(window, [&]<int B>() {
+    // One row per program, held as one tile or as pieces (with_pieces) of its window or of the row.
+    const bool windowed = peel && window <= kNormMaxCols;
+    with_pieces<kNormMaxCols>(windowed ? window : call.cols, [&]<int PIECE, int PIECES>() {
+      auto name = [&] { return std::string(windowed ? "layernorm_peeled_" : "layernorm_") + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""); };
+      if (windowed) {
         const int resident = element_bytes_of<T>() < 4 ? kNormPeeledResident : 0;
-        Program& p = kernel_for<&layernorm_program<T, B, 1, true>>(row_shape(call.opt.tuning, element_bytes_of<T>(), B, resident),
-                                                                   [] { return "layernorm_peeled_" + std::to_string(B); }, params);
+        const KernelShape shape = PIECES == 1 ? row_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, resident)
+                                              : pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES);
+        Program& p = kernel_for<&layernorm_program<T, PIECE, PIECES, true>>(shape, name, params);
         launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, n, eps});
-      });
-      return;
-    }
-    with_pieces<kNormMaxCols>(call.cols, [&]<int PIECE, int PIECES>() {
-      Program& p = kernel_for<&layernorm_program<T, PIECE, PIECES>>(
-          pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES),
-          [] { return "layernorm_" + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""); }, params);
-      launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, i32(call.cols - (PIECES - 1) * PIECE), eps});
+      } else {
+        Program& p = kernel_for<&layernorm_program<T, PIECE, PIECES>>(pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES), name, params);
+        launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, i32(call.cols - (PIECES - 1) * PIECE), eps});
+      }
     });
   });
 }

@@ -16,79 +16,70 @@ namespace tilefuse::kernels {
 namespace tl = tilefuse::tl;
 
 /// y = (x - mean) * rstd * w + b per row; writes mean and rstd per row (f32) for a backward pass. The row
-/// is held in registers as PIECES tiles of PIECE columns (a 12288-column row as 3 x 4096, where one tile
-/// would be 16384 wide and a quarter of it masked off): every piece but the last is whole, and the last
-/// holds `tail` = n - (PIECES - 1) * PIECE columns. With PEEL (one piece), the row is read through its
+/// is held in registers as PIECES tiles of PIECE columns (RowPieces: a 12288-column row as 3 x 4096, where
+/// one tile would be 16384 wide and a quarter of it masked off): every piece but the last is whole, and
+/// the last holds `tail` = n - (PIECES - 1) * PIECE columns. With PEEL, the row is read through its
 /// aligned window (row_window: x and y in 16-byte runs for widths that are not a multiple of 16 bytes;
-/// w and b then sit off the vector boundary and go element by element, from cache).
+/// w and b then sit off the vector boundary and go element by element, from cache), and the first piece
+/// is masked below the row's first column too.
 template <class T, int PIECE, int PIECES = 1, bool PEEL = false>
 void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                        tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                        tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps) {
   static_assert(PIECES >= 1, "tilefuse layernorm_program: a row takes at least one piece.");
-  static_assert(!PEEL || PIECES == 1, "tilefuse layernorm_program: a row read through its aligned window is one piece.");
   // f32 rows are summed as x - x[0] (exact for values near each other), so that a mean of 1e4 against a
   // spread of 1 costs no digits of the centered values. Halves need no shift: at |mean| = 1e4 their own
   // spacing (8 for f16, 64 for bf16) is far above what the f32 sums lose, and the shift would cost a
   // load and a subtraction per element.
   constexpr bool shifted = std::is_same_v<T, tl::f32>;
-  // w and b are loaded before the reductions for f32 rows, so that their round trip overlaps them (for
-  // 2 x 16 more registers per thread); halves hold twice the elements per thread and load them piece by
-  // piece as each is stored (each order measured both ways: bench/NOTES.md).
-  constexpr bool affine_first = std::is_same_v<T, tl::f32>;
+  // w and b are loaded before the reductions for f32 rows of one piece, so that their round trip overlaps
+  // them (for 2 x 16 more registers per thread); halves hold twice the elements per thread, and rows of
+  // several pieces (24 or more elements per thread) would double their registers and halve the programs
+  // per SM: they load w and b piece by piece as each is stored (bench/NOTES.md).
+  constexpr bool affine_first = std::is_same_v<T, tl::f32> && PIECES == 1;
   // Half rows are read and written streaming (evicted first), which keeps w and b, loaded per row after
   // the reductions, cached; f32 rows, whose w and b are loaded first, gain nothing from hints
   // (bench/NOTES.md, cache hints).
   constexpr tl::Cache row_cache = shifted ? tl::Cache::normal : tl::Cache::streaming;
   using F32Tile = tl::Tile<tl::f32, PIECE>;
-  auto cols = tl::arange<PIECE>();
   auto row = tl::program_id(0);
   auto start = row * stride;
-  // Where the tile starts (the row, or with PEEL its aligned window), and where the row's first column
-  // sits in the tile (0, or the window's head).
-  auto [base, head] = PEEL ? row_window<T>(start) : RowWindow{start, tl::scalar<tl::i32>(0)};
-  auto last = columns_in<PEEL>(cols, head, PEEL ? head + n : tail);
-  // access() on piece k: with no mask but on the last piece, whose columns past the row it must not touch.
-  auto masked = [&](int k, auto&& access) { return k + 1 < PIECES ? access() : access(last); };
-  // Piece k with the last piece's columns past the row set to 0 (they must add nothing below).
-  auto in_row = [&](int k, F32Tile t) { return k + 1 < PIECES ? t : tl::where(last, t, 0.0); };
+  const RowPieces<T, PIECE, PIECES, PEEL> pieces(start, n, tail);
   // w and b of piece k, widened.
   auto affine = [&](int k) {
-    auto at = k * PIECE + (PEEL ? cols - head : cols);
-    auto load = [&](tl::Ptr<T> p) { return tl::cast<tl::f32>(masked(k, [&](auto... m) { return tl::load(p + at, m...); })); };
+    auto at = k * PIECE + (PEEL ? pieces.idx - pieces.head : pieces.idx);
+    auto load = [&](tl::Ptr<T> p) { return tl::cast<tl::f32>(pieces.masked(k, [&](auto... m) { return tl::load(p + at, m...); })); };
     return std::pair{load(w), load(b)};
   };
   std::optional<tl::Scalar<tl::f32>> shift;  // x[0] where the row is shifted
   if constexpr (shifted) shift = tl::cast<tl::f32>(tl::load(x + start));
   std::vector<tl::Tile<T, PIECE>> raw;
-  for (int k = 0; k < PIECES; ++k) {
-    auto ptrs = x + (base + k * PIECE) + cols;
-    raw.push_back(masked(k, [&](auto... m) { return tl::load(ptrs, m..., row_cache); }));
-  }
+  for (int k = 0; k < PIECES; ++k)
+    raw.push_back(pieces.masked(k, [&](auto... m) { return tl::load(x + pieces.at(k), m..., row_cache); }));
   std::vector<std::pair<F32Tile, F32Tile>> wb;
   if constexpr (affine_first)
     for (int k = 0; k < PIECES; ++k) wb.push_back(affine(k));
-  // Two passes over the registers: the mean, then the variance of the centered values.
+  // Two passes over the registers: the mean, then the variance of the centered values. Elements off the
+  // row are set to 0, so that they add nothing.
   std::vector<F32Tile> xs;
   for (int k = 0; k < PIECES; ++k) {
     auto v = tl::cast<tl::f32>(raw[k]);
-    xs.push_back(in_row(k, shift ? v - *shift : v));
+    xs.push_back(pieces.in_row(k, F32Tile(shift ? v - *shift : v), 0.0));
   }
   auto count = tl::cast<tl::f32>(n);
   auto total = xs[0];
   for (int k = 1; k < PIECES; ++k) total = total + xs[k];
   auto mean_shifted = tl::sum(total) / count;
   std::vector<F32Tile> centered;
-  for (int k = 0; k < PIECES; ++k) centered.push_back(in_row(k, xs[k] - mean_shifted));
+  for (int k = 0; k < PIECES; ++k) centered.push_back(pieces.in_row(k, F32Tile(xs[k] - mean_shifted), 0.0));
   auto squares = centered[0] * centered[0];
   for (int k = 1; k < PIECES; ++k) squares = squares + centered[k] * centered[k];
   auto var = tl::sum(squares) / count;
   auto rstd = 1.0 / tl::sqrt(var + eps);
   for (int k = 0; k < PIECES; ++k) {
     auto [wv, bv] = affine_first ? wb[k] : affine(k);
-    auto at = base + k * PIECE + cols;
     auto out = tl::cast<T>(centered[k] * rstd * wv + bv);
-    masked(k, [&](auto... m) { tl::store(y + at, out, m..., row_cache); });
+    pieces.masked(k, [&](auto... m) { tl::store(y + pieces.at(k), out, m..., row_cache); });
   }
   tl::store(mean_out + row, shift ? *shift + mean_shifted : mean_shifted);
   tl::store(rstd_out + row, rstd);

@@ -36,6 +36,45 @@ RowWindow row_window(tl::Scalar<tl::i32> start) {
   return {base, start - base};
 }
 
+/// A row held in registers as PIECES tiles of PIECE columns (with_pieces in kernels/rows/shapes.hpp),
+/// read from its start or, with PEEL, from its aligned window (row_window), where its n columns sit at
+/// indices [head, head + n) of the pieces laid end to end. Only the pieces that hold the row's ends carry
+/// a mask: the last piece's columns past the row (and with PEEL the first piece's before it); every piece
+/// between is whole and is read and written without one.
+template <class T, int PIECE, int PIECES, bool PEEL>
+struct RowPieces {
+  tl::Scalar<tl::i32> base, head;  ///< where piece 0 starts in the matrix; the row's first column in it
+  tl::Tile<tl::i32, PIECE> idx;    ///< 0 ... PIECE - 1
+  tl::Tile<tl::i1, PIECE> first, last;  ///< the row's elements in piece 0 and in piece PIECES - 1
+
+  /// The row that starts at element `start`, n columns; `tail`: the columns of the last piece, n -
+  /// (PIECES - 1) * PIECE (without PEEL; a launch parameter, so that a whole last piece is seen as one).
+  RowPieces(tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> tail)
+      : base(PEEL ? row_window<T>(start).base : start),
+        head(PEEL ? start - base : tl::scalar<tl::i32>(0)),
+        idx(tl::arange<PIECE>()),
+        first(PEEL ? (PIECES == 1 ? (idx >= head) & (idx < head + n) : idx >= head) : idx < tail),
+        last(PIECES == 1 ? first : (idx < (PEEL ? head + n - (PIECES - 1) * PIECE : tail))) {}
+
+  /// Piece k's mask, or none where the piece is whole: access(mask...) reads or writes piece k.
+  template <class F>
+  decltype(auto) masked(int k, F&& access) const {
+    if (k == 0 && (PEEL || PIECES == 1)) return access(first);
+    if (k + 1 == PIECES) return access(last);
+    return access();
+  }
+  /// Piece k of the row's `t` with its elements off the row set to `other`.
+  template <class V, class O>
+  V in_row(int k, const V& t, const O& other) const {
+    return masked(k, [&](auto... m) -> V {
+      if constexpr (sizeof...(m) == 0) return t;
+      else return tl::where(m..., t, other);
+    });
+  }
+  /// Element offsets of piece k from the matrix's start.
+  tl::Tile<tl::i32, PIECE> at(int k) const { return base + k * PIECE + idx; }
+};
+
 /// Rows of C columns (a power of two) of T that one program of the narrow-row kernels holds: 8 KB of
 /// them (64 bytes per thread of four warps, the one-program rule), at least one row.
 template <class T, int C>

@@ -36,14 +36,21 @@ decltype(auto) with_block(std::int64_t cols, F&& f) {
 }
 
 /// Calls f.template operator()<PIECE, PIECES>() for a row of `cols` (1 to MaxBlock) held in registers as
-/// PIECES tiles of PIECE columns: three quarter-tiles where the row fits them (cols <= 3/4 of
-/// next_pow2(cols), from 512 columns on), so that at most a quarter tile is masked off, else one tile of
-/// next_pow2(cols).
+/// PIECES tiles of PIECE columns, the fewest slots of these that hold it: one tile of B = next_pow2(cols),
+/// three quarter-tiles of B (from B = 512 on), or five or seven eighth-tiles (from B = 2048 on, pieces of
+/// 256 columns or more). Every piece but the last is whole, so at most an eighth of B (a quarter below
+/// 2048) is masked off, where one tile of B masks off up to half of it.
 template <int MaxBlock, class F>
 void with_pieces(std::int64_t cols, F&& f) {
   with_block<MaxBlock>(cols, [&]<int BLOCK>() {
+    if constexpr (BLOCK >= 2048) {
+      if (cols <= 5 * (BLOCK / 8)) return f.template operator()<BLOCK / 8, 5>();
+    }
     if constexpr (BLOCK >= 512) {
       if (cols <= 3 * (BLOCK / 4)) return f.template operator()<BLOCK / 4, 3>();
+    }
+    if constexpr (BLOCK >= 2048) {
+      if (cols <= 7 * (BLOCK / 8)) return f.template operator()<BLOCK / 8, 7>();
     }
     f.template operator()<BLOCK, 1>();
   });

@@ -42,15 +42,25 @@ void one_program(const RowCall& call, const Args& a) {
       });
       return;
     }
-    if (peel && window <= kSoftmaxMaxCols) {
-      with_block<kSoftmaxMaxCols>(window, [&]<int B>() {
-        launch(call, row_program<&softmax_peeled_program<T, B>, T, B>(call, "softmax_peeled", params), Grid(call.rows),
-               std::array{a.in, a.out, n, n});
-      });
-      return;
-    }
-    with_block<kSoftmaxMaxCols>(call.cols, [&]<int B>() {
-      launch(call, row_program<&softmax_program<T, B>, T, B>(call, "softmax", params), Grid(call.rows), std::array{a.in, a.out, n, n});
+    // One row per program, held as one tile or as pieces (with_pieces) of its window or of the row.
+    const bool windowed = peel && window <= kSoftmaxMaxCols;
+    with_pieces<kSoftmaxMaxCols>(windowed ? window : call.cols, [&]<int PIECE, int PIECES>() {
+      if constexpr (PIECES == 1) {
+        if (windowed)
+          launch(call, row_program<&softmax_peeled_program<T, PIECE>, T, PIECE>(call, "softmax_peeled", params), Grid(call.rows),
+                 std::array{a.in, a.out, n, n});
+        else
+          launch(call, row_program<&softmax_program<T, PIECE>, T, PIECE>(call, "softmax", params), Grid(call.rows),
+                 std::array{a.in, a.out, n, n});
+      } else {
+        static constexpr const char* pieces_params[] = {"in", "out", "stride", "n_cols", "tail"};
+        auto shape = pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES);
+        auto name = [](const char* stem) { return stem + std::to_string(PIECE) + "x" + std::to_string(PIECES); };
+        Program& p = windowed
+                         ? kernel_for<&softmax_pieces_program<T, PIECE, PIECES, true>>(shape, [&] { return name("softmax_peeled_"); }, pieces_params)
+                         : kernel_for<&softmax_pieces_program<T, PIECE, PIECES, false>>(shape, [&] { return name("softmax_"); }, pieces_params);
+        launch(call, p, Grid(call.rows), std::array{a.in, a.out, n, n, i32(call.cols - (PIECES - 1) * PIECE)});
+      }
     });
   });
 }

@@ -44,7 +44,7 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   float v13[4];
 #pragma unroll
   for (int e = 0; e < 4; ++e) v13[e] = v12;
-  // %14 = load %11, %7, %13 : bf16[128]   [programs.hpp:21]
+  // %14 = load %11, %7, %13 : bf16[128]   [programs.hpp:22]
   float v14[4];
   unsigned raw14[2];
 #pragma unroll
@@ -70,7 +70,7 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   float v15[4];
 #pragma unroll
   for (int e = 0; e < 4; ++e) v15[e] = v14[e];
-  // %16 = max %15 : f32   [programs.hpp:22]
+  // %16 = max %15 : f32   [programs.hpp:23]
   float v16;
   {
     float acc = __int_as_float(0xff800000);
@@ -92,7 +92,7 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   float v19[4];
 #pragma unroll
   for (int e = 0; e < 4; ++e) v19[e] = tf_exp(v18[e]);
-  // %20 = sum %19 : f32   [programs.hpp:24]
+  // %20 = sum %19 : f32   [programs.hpp:25]
   float v20;
   {
     float acc = 0.0f;
@@ -128,7 +128,7 @@ extern "C" __global__ void __launch_bounds__(32) tilefuse_softmax_128(const tf_u
   tf_u16* v28[4];
 #pragma unroll
   for (int e = 0; e < 4; ++e) v28[e] = v27[e] + v5[e];
-  // store %28, %25, %7   [programs.hpp:24]
+  // store %28, %25, %7   [programs.hpp:25]
 #pragma unroll
   for (int e0 = 0; e0 < 4; e0 += 2) {
     if (v7[e0]) {

@@ -46,7 +46,7 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
   float v13[16];
 #pragma unroll
   for (int e = 0; e < 16; ++e) v13[e] = v12;
-  // %14 = load %11, %7, %13 : f32[1024]   [programs.hpp:21]
+  // %14 = load %11, %7, %13 : f32[1024]   [programs.hpp:22]
   float v14[16];
 #pragma unroll
   for (int e0 = 0; e0 < 16; e0 += 4) {
@@ -60,7 +60,7 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
       for (int e = e0; e < e0 + 4; ++e) v14[e] = v13[e];
     }
   }
-  // %15 = max %14 : f32   [programs.hpp:22]
+  // %15 = max %14 : f32   [programs.hpp:23]
   float v15;
   {
     float acc = __int_as_float(0xff800000);
@@ -88,7 +88,7 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
   float v18[16];
 #pragma unroll
   for (int e = 0; e < 16; ++e) v18[e] = tf_exp(v17[e]);
-  // %19 = sum %18 : f32   [programs.hpp:24]
+  // %19 = sum %18 : f32   [programs.hpp:25]
   float v19;
   {
     float acc = 0.0f;
@@ -126,7 +126,7 @@ extern "C" __global__ void __launch_bounds__(64) tilefuse_softmax_1024(const flo
   float* v26[16];
 #pragma unroll
   for (int e = 0; e < 16; ++e) v26[e] = v25[e] + v5[e];
-  // store %26, %23, %7   [programs.hpp:24]
+  // store %26, %23, %7   [programs.hpp:25]
 #pragma unroll
   for (int e0 = 0; e0 < 16; e0 += 4) {
     if (v7[e0]) {
