@@ -8,7 +8,7 @@
 // --benchmark_filter=sweep) and prints their x-copy distribution at the end.
 // Tuning flags set kernels::Tuning for every launch (unset: each kernel's rule; bench/sweep_rows.sh sweeps
 // them): --row-elements N, --resident-threads N, --staged-warps N, --stage-bytes N, --carveout P,
-// --looped-programs-per-sm K.
+// --looped-programs-per-sm K, --split-programs-per-sm K.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -58,7 +58,8 @@ bool tuning_flag(const std::string& flag, const char* value, kernels::Tuning& t)
               {"--resident-threads", &t.resident_threads},
               {"--staged-warps", &t.staged_warps},
               {"--carveout", &t.shared_carveout},
-              {"--looped-programs-per-sm", &t.looped_programs_per_sm}};
+              {"--looped-programs-per-sm", &t.looped_programs_per_sm},
+              {"--split-programs-per-sm", &t.split_programs_per_sm}};
   for (const auto& f : ints)
     if (flag == f.name) {
       *f.field = std::stoi(value);
@@ -97,8 +98,8 @@ int main(int argc, char** argv) {
       if (a == "--help") {
         std::printf("tilefuse_bench [--smoke] [--table results.md] [--sweep N [--sweep-seed S]] [tuning flags] [google benchmark flags]\n"
                     "tuning flags (kernels::Tuning; unset: each kernel's rule): --row-elements N, --resident-threads N,\n"
-                    "  --staged-warps N, --stage-bytes N, --carveout P, --looped-programs-per-sm K, --peel 0|1, --pack-rows 0|1,\n"
-                    "  --stage-rows 0|1\n\n");
+                    "  --staged-warps N, --stage-bytes N, --carveout P, --looped-programs-per-sm K,\n"
+                    "  --split-programs-per-sm K, --peel 0|1, --pack-rows 0|1, --stage-rows 0|1\n\n");
         rest.push_back(argv[i]);
       } else if (a == "--smoke") r.smoke = true;
       else if (a == "--table" && i + 1 < argc) table = argv[++i];

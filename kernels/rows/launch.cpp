@@ -37,7 +37,7 @@ void launch(const RowCall& call, Program& program, Grid grid, std::span<const Ar
 SplitPartials split_partials(const RowCall& call, std::int64_t splits, const Arg& first, const Arg& second, const char* first_name,
                              const char* second_name, int element_bytes, std::int64_t max_splits, std::int64_t piece) {
   if (splits == 0) {
-    const SplitPlan plan = split_plan(call.target(), call.rows, call.cols, element_bytes, piece, max_splits);
+    const SplitPlan plan = split_plan(call.target(), call.rows, call.cols, element_bytes, piece, max_splits, call.opt.tuning);
     const Workspace ws = workspace(call.opt, plan.group * plan.splits);
     return {plan, ws.first, ws.second};
   }

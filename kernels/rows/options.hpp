@@ -35,6 +35,9 @@ struct Tuning {
   /// At most this many programs per SM for the looped softmax, each striding over rows (1 to 64); the
   /// rule is one program per row.
   std::optional<int> looped_programs_per_sm;
+  /// Programs per SM a launch of the split-row kernels aims for when the automatic choice splits rows
+  /// (1 to 64): more splits per row, each a shorter chunk; the rule is 4.
+  std::optional<int> split_programs_per_sm;
   /// Whether rows whose width is not a whole number of 16-byte vectors are read through aligned windows
   /// (each row from the vector boundary before it, its first and last runs masked); the rule is yes for
   /// the softmax; for LayerNorm, yes for f16/bf16 rows of at least 2 KB and f32 rows wider than one

@@ -72,6 +72,7 @@ void validate(const Tuning& t) {
   check_range(t.stage_bytes, std::int64_t{8192}, std::int64_t{131072}, false, "stage_bytes", "from 8192 to 131072");
   check_range(t.shared_carveout, -1, 100, false, "shared_carveout", "from -1 to 100");
   check_range(t.looped_programs_per_sm, 1, 64, false, "looped_programs_per_sm", "from 1 to 64");
+  check_range(t.split_programs_per_sm, 1, 64, false, "split_programs_per_sm", "from 1 to 64");
 }
 
 int row_warps(std::int64_t block, int per_thread) {
@@ -145,17 +146,21 @@ bool few_rows(const Target& target, std::int64_t programs, std::int64_t cols, st
 }
 
 SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
-                     std::int64_t max_splits) {
+                     std::int64_t max_splits, const Tuning& tuning) {
   const std::int64_t most = std::clamp<std::int64_t>((cols + piece - 1) / piece, 1, max_splits);
   if (!target.gpu) return {std::min<std::int64_t>(2, most), rows};
   const std::int64_t sms = std::max(1, target.sm_count);
-  // The group first (its rows fill at most half the L2), then the splits that give a launch over the
-  // group about 4 programs per SM, then the group again if its partials outgrow the workspace.
+  // The group first (its rows fill at most half the L2; the rows spread evenly over as few groups as
+  // that takes, so that no last group of a few rows leaves most SMs idle), then the splits that give a
+  // launch over the group about 4 programs per SM (Tuning::split_programs_per_sm), then the group again
+  // if its partials outgrow the workspace.
   const std::int64_t row_bytes = cols * element_bytes;
   const std::int64_t by_l2 = target.l2_bytes > 0 ? std::max<std::int64_t>(1, target.l2_bytes / 2 / row_bytes) : rows;
+  const std::int64_t groups = (rows + by_l2 - 1) / by_l2;
+  const std::int64_t per_sm = tuning.split_programs_per_sm.value_or(4);
   SplitPlan plan;
-  plan.group = std::clamp<std::int64_t>(by_l2, 1, rows);
-  plan.splits = std::clamp<std::int64_t>((4 * sms + plan.group - 1) / plan.group, 1, most);
+  plan.group = std::clamp<std::int64_t>((rows + groups - 1) / groups, 1, rows);
+  plan.splits = std::clamp<std::int64_t>((per_sm * sms + plan.group - 1) / plan.group, 1, most);
   plan.group = std::clamp<std::int64_t>(std::min(plan.group, workspace_partials(sms) / plan.splits), 1, rows);
   return plan;
 }

@@ -88,7 +88,7 @@ bool few_rows(const Target& target, std::int64_t programs, std::int64_t cols, st
 /// second kernel of a group reads its rows again from there, and whose partials fit the library's
 /// workspace. In the interpreter: 2 splits, one group.
 SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
-                     std::int64_t max_splits);
+                     std::int64_t max_splits, const Tuning& tuning = {});
 
 /// Whether rows of `cols` elements of `element_bytes` are read through aligned windows (RowWindow in
 /// kernels/rows/programs.hpp): rows that are not a whole number of 16-byte vectors, when Tuning::peel (or,

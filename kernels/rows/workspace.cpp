@@ -13,7 +13,7 @@
 
 namespace tilefuse::kernels {
 
-std::int64_t workspace_partials(int sm_count) { return 8 * std::int64_t{sm_count} + 64; }
+std::int64_t workspace_partials(int sm_count) { return 64 * std::int64_t{sm_count} + 64; }
 
 Workspace workspace(const RowOptions& opt, std::int64_t count) {
   const Target t = target(opt.backend);

@@ -10,8 +10,9 @@
 
 namespace tilefuse::kernels {
 
-/// Most f32 partials one automatic split-row launch needs, per array, on a GPU of `sm_count` SMs: the
-/// automatic choice splits rows only while rows x splits stays below 8 programs per SM (split_rows).
+/// Most f32 partials one automatic split-row launch holds, per array, on a GPU of `sm_count` SMs: room
+/// for 64 programs per SM (Tuning::split_programs_per_sm at its largest; the rule asks for 4), groups
+/// shrink to fit past it (split_plan).
 std::int64_t workspace_partials(int sm_count);
 
 /// Two arrays of `count` f32 partials each (count <= workspace_partials of the target) for launches of

@@ -48,15 +48,20 @@ TEST(RowsChoice, FewWideRowsAreSplitOverTheGpu) {
 
 TEST(RowsChoice, SplitGroupsFitHalfTheL2AndTheWorkspace) {
   const Target h200{"sm_90", true, 132, true, 232448, 50 << 20};
-  // 8 rows of 2^21 bf16 (4 MB each, 32 MB in all): groups of 6 rows (24 MB), 88 programs per row (528 per
-  // launch, 4 per SM).
+  // 8 rows of 2^21 bf16 (4 MB each, 32 MB in all): at most 6 rows (24 MB) a group, so two groups of 4
+  // rows, 132 programs per row (528 per launch, 4 per SM).
   auto plan = kernels::split_plan(h200, 8, 1 << 21, 2, 4096, 1024);
-  EXPECT_EQ(plan.splits, 88);
-  EXPECT_EQ(plan.group, 6);
-  // 125 rows of 737080 bf16 (1.4 MB each): groups of 17 rows, 32 programs per row.
+  EXPECT_EQ(plan.splits, 132);
+  EXPECT_EQ(plan.group, 4);
+  // 125 rows of 737080 bf16 (1.4 MB each): at most 17 rows a group, so 8 groups of 16 rows, 33 programs
+  // per row.
   plan = kernels::split_plan(h200, 125, 737080, 2, 4096, 1024);
-  EXPECT_EQ(plan.group, 17);
-  EXPECT_EQ(plan.splits, 32);
+  EXPECT_EQ(plan.group, 16);
+  EXPECT_EQ(plan.splits, 33);
+  // Tuning::split_programs_per_sm: 16 per SM, 132 programs per row of the 16-row groups.
+  kernels::Tuning sixteen;
+  sixteen.split_programs_per_sm = 16;
+  EXPECT_EQ(kernels::split_plan(h200, 125, 737080, 2, 4096, 1024, sixteen).splits, 132);
   // 5 rows of 855125 f32 (17 MB): one group, 106 programs per row.
   plan = kernels::split_plan(h200, 5, 855125, 4, 4096, 1024);
   EXPECT_EQ(plan.splits, 106);
@@ -81,9 +86,9 @@ TEST(RowsChoice, SplitLaunchesAPairPerGroup) {
   DeviceView<bfloat16> x(base, rows * cols), y(base + rows * cols, rows * cols);
   kernels::softmax_auto(x, y, rows, cols, kGpu);
   const auto& launches = h200.launches();
-  ASSERT_EQ(launches.size(), 4u);  // groups of 6 and 2 rows
+  ASSERT_EQ(launches.size(), 4u);  // two groups of 4 rows
   EXPECT_EQ(launches[0].kernel, "softmax_partials");
-  EXPECT_EQ(launches[1].kernel, "softmax_combine_128");
+  EXPECT_EQ(launches[1].kernel, "softmax_combine_256");
   EXPECT_EQ(launches[2].kernel, "softmax_partials");
 }
 
