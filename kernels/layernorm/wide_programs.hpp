@@ -24,10 +24,13 @@ std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_sums(tl::Ptr<T> x, 
                                                                   tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
   auto init = std::tuple{tl::full<tl::f32, BLOCK>(0.0), tl::full<tl::f32, BLOCK>(0.0)};
-  auto [s1, s2] = tl::for_range(start, end, BLOCK, init, [&](auto from, auto s1, auto s2) {
+  auto load = [&](tl::Scalar<tl::i32> from) {
     auto idx = from + cols;
-    auto mask = columns_in<FIRST>(idx, first, end);
-    auto d = tl::where(mask, tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift, 0.0);
+    return tl::load(x + base + idx, columns_in<FIRST>(idx, first, end) & (from < end));
+  };
+  auto [s1, s2] = for_pieces<BLOCK>(start, end, load, init, [&](auto from, auto piece, auto s1, auto s2) {
+    auto idx = from + cols;
+    auto d = tl::where(columns_in<FIRST>(idx, first, end), tl::cast<tl::f32>(piece) - shift, 0.0);
     return std::tuple{s1 + d, s2 + d * d};
   });
   return {tl::sum(s1), tl::sum(s2)};
@@ -45,7 +48,8 @@ inline std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_moments(tl::
 
 // y = (x - shift - mean_shifted) * rstd * w + b over columns [start, end) of the row at `base`, last
 // piece first (the pieces the sums read last are the likeliest still in L2). With FIRST, the row's
-// columns start at window index `first` (row_window), and so do w and b's.
+// columns start at window index `first` (row_window), and so do w and b's. x is read for the last time
+// and y written streaming (evicted first), so that y does not push the rest of x out of L2 first.
 template <class T, int BLOCK, bool FIRST = false>
 void normalize_affine_range(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Scalar<tl::i32> base,
                             tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end, tl::Scalar<tl::f32> shift,
@@ -53,17 +57,22 @@ void normalize_affine_range(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T>
                             tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
   auto turn = reversed_piece_turn<BLOCK>(start, end);
-  tl::for_range(start, end, BLOCK, [&](auto from) {
+  auto load = [&](tl::Scalar<tl::i32> from) {
+    auto idx = (turn - from) + cols;
+    return tl::load(x + base + idx, columns_in<FIRST>(idx, first, end) & (from < end), tl::Cache::streaming);
+  };
+  for_pieces<BLOCK>(start, end, load, std::tuple<>{}, [&](auto from, auto piece) {
     auto idx = (turn - from) + cols;
     auto mask = columns_in<FIRST>(idx, first, end);
-    auto centered = (tl::cast<tl::f32>(tl::load(x + base + idx, mask)) - shift) - mean_shifted;  // both small
+    auto centered = (tl::cast<tl::f32>(piece) - shift) - mean_shifted;  // both small
     auto column = [&] {
       if constexpr (FIRST) return idx - first;
       else return idx;
     }();
     auto wv = tl::cast<tl::f32>(tl::load(w + column, mask));
     auto bv = tl::cast<tl::f32>(tl::load(b + column, mask));
-    tl::store(y + base + idx, tl::cast<T>(centered * rstd * wv + bv), mask);
+    tl::store(y + base + idx, tl::cast<T>(centered * rstd * wv + bv), mask, tl::Cache::streaming);
+    return std::tuple<>{};
   });
 }
 

@@ -2,6 +2,9 @@
 // piece order of the looped kernels, and the window that reads a row of any alignment in 16-byte runs.
 #pragma once
 
+#include <tuple>
+#include <utility>
+
 #include "dsl/tl.hpp"
 
 namespace tilefuse::kernels {
@@ -13,6 +16,31 @@ namespace tl = tilefuse::tl;
 template <int BLOCK>
 tl::Scalar<tl::i32> reversed_piece_turn(tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end) {
   return start + start + ((end - start - 1) / BLOCK) * BLOCK;
+}
+
+/// tl::for_range over the pieces from = start, start + BLOCK, ... below `end`, with each piece loaded one
+/// piece ahead: body(from, piece, c...) gets piece `from` already loaded (`load(from)`) and returns the
+/// next carried values (a std::tuple like `init`), and the load of piece from + BLOCK is issued before
+/// the body's math, so that a program waits on one piece while it computes the one before (the loops of
+/// the looped and split-row kernels waited on every piece in turn). `load` must read nothing for a
+/// `from` at or past `end` (its mask includes from < end): the last iteration's look-ahead is such a piece.
+template <int BLOCK, class Load, class... C, class Body>
+std::tuple<C...> for_pieces(tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end, Load&& load, const std::tuple<C...>& init,
+                            Body&& body) {
+  auto carried = std::tuple_cat(init, std::tuple{load(start)});
+  auto out = std::apply(
+      [&](const auto&... c0) {
+        return tl::for_range(start, end, BLOCK, carried, [&](tl::Scalar<tl::i32> from, decltype(c0)... c) {
+          auto next = load(from + BLOCK);
+          auto all = std::tuple{c...};
+          auto state = [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return body(from, std::get<sizeof...(C)>(all), std::get<I>(all)...);
+          }(std::index_sequence_for<C...>{});
+          return std::tuple_cat(state, std::tuple{next});
+        });
+      },
+      carried);
+  return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tuple<C...>{std::get<I>(out)...}; }(std::index_sequence_for<C...>{});
 }
 
 /// Elements of T in 16 bytes: one vector access.

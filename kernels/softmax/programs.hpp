@@ -147,9 +147,12 @@ std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> online_max_sum(tl::Ptr<T> i
                                                                      tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
   auto init = std::tuple{tl::full<tl::f32, BLOCK>(-tl::inf), tl::full<tl::f32, BLOCK>(0.0)};
-  auto [m, s] = tl::for_range(start, end, BLOCK, init, [&](auto from, auto m, auto s) {
+  auto load = [&](tl::Scalar<tl::i32> from) {
     auto idx = from + cols;
-    auto x = tl::cast<tl::f32>(tl::load(in + base + idx, columns_in<FIRST>(idx, first, end), -tl::inf));
+    return tl::load(in + base + idx, columns_in<FIRST>(idx, first, end) & (from < end), -tl::inf);
+  };
+  auto [m, s] = for_pieces<BLOCK>(start, end, load, init, [&](auto, auto piece, auto m, auto s) {
+    auto x = tl::cast<tl::f32>(piece);
     // One exp per element: of x and the running max, one is the new max and its exp term is 1, the other
     // is scaled by exp(-|x - m|). A masked (-inf) x leaves the lane as it was (-inf - -inf would be NaN).
     auto d = x - m;
@@ -164,18 +167,24 @@ std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> online_max_sum(tl::Ptr<T> i
 }
 
 // out = exp(x - row_max) / row_sum over columns [start, end) of the row at `base`, last piece first: the
-// pieces the first pass read last are the likeliest still in L2. FIRST as for online_max_sum.
+// pieces the first pass read last are the likeliest still in L2. FIRST as for online_max_sum. The row is
+// read for the last time and written streaming (evicted first), so that the output does not push the
+// rest of the row out of L2 before it is read.
 template <class T, int BLOCK, bool FIRST = false>
 void normalize_range(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> base, tl::Scalar<tl::i32> start,
                      tl::Scalar<tl::i32> end, tl::Scalar<tl::f32> row_max, tl::Scalar<tl::f32> row_sum,
                      tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
   auto turn = reversed_piece_turn<BLOCK>(start, end);
-  tl::for_range(start, end, BLOCK, [&](auto from) {
+  auto load = [&](tl::Scalar<tl::i32> from) {
     auto idx = (turn - from) + cols;
-    auto mask = columns_in<FIRST>(idx, first, end);
-    auto x = tl::cast<tl::f32>(tl::load(in + base + idx, mask));
-    tl::store(out + base + idx, tl::cast<T>(tl::exp(x - row_max) / row_sum), mask);
+    return tl::load(in + base + idx, columns_in<FIRST>(idx, first, end) & (from < end), tl::Cache::streaming);
+  };
+  for_pieces<BLOCK>(start, end, load, std::tuple<>{}, [&](auto from, auto piece) {
+    auto idx = (turn - from) + cols;
+    auto x = tl::cast<tl::f32>(piece);
+    tl::store(out + base + idx, tl::cast<T>(tl::exp(x - row_max) / row_sum), columns_in<FIRST>(idx, first, end), tl::Cache::streaming);
+    return std::tuple<>{};
   });
 }
 

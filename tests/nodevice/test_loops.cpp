@@ -9,6 +9,7 @@
 #include "backend/codegen/cuda.hpp"
 #include "backend/nvrtc/nvrtc.hpp"
 #include "kernels/reference.hpp"
+#include "kernels/rows/programs.hpp"
 #include "kernels/softmax/programs.hpp"
 #include "kernels/softmax/softmax.hpp"
 #include "tests/common/programs.hpp"
@@ -51,7 +52,42 @@ void piecewise_double(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::
   });
 }
 
+// kernels::for_pieces, each piece loaded one ahead: the row's sum (forward), and out[i] = in[i] + the number of
+// pieces visited before i's (last piece first, the looped kernels' second pass), over columns [0, n) of
+// a buffer of exactly n elements: a look-ahead past either end must read nothing.
+void pieces_forward_and_back(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out, tl::Ptr<tl::f32> sum, tl::Scalar<tl::i32> n) {
+  auto cols = tl::arange<64>();
+  auto zero = tl::scalar<tl::i32>(0);
+  auto forward = [&](tl::Scalar<tl::i32> from) { return tl::load(in + from + cols, (from + cols < n) & (from < n)); };
+  auto [acc] = kernels::for_pieces<64>(zero, n, forward, std::tuple{tl::full<tl::f32, 64>(0.0)},
+                                       [&](auto, auto piece, auto acc) { return std::tuple{acc + piece}; });
+  tl::store(sum, tl::sum(acc));
+  auto turn = kernels::reversed_piece_turn<64>(zero, n);
+  auto back = [&](tl::Scalar<tl::i32> from) { return tl::load(in + (turn - from) + cols, ((turn - from) + cols < n) & (from < n)); };
+  kernels::for_pieces<64>(zero, n, back, std::tuple{tl::scalar<tl::i32>(0)}, [&](auto from, auto piece, auto visited) {
+    auto idx = (turn - from) + cols;
+    tl::store(out + idx, piece + tl::cast<tl::f32>(visited), idx < n);
+    return std::tuple{visited + 1};
+  });
+}
+
 }  // namespace
+
+TEST(Loops, PiecesLoadedOneAheadReadNothingPastTheRange) {
+  Kernel<&pieces_forward_and_back> k("pieces_forward_and_back", {.num_warps = 2, .param_names = {"in", "out", "sum", "n"}});
+  for (int n : {1, 63, 64, 65, 200, 256}) {
+    auto x = reference::random_vector<float>(n, 7);
+    std::vector<float> out(n, std::nanf("")), sum(1, std::nanf(""));
+    k.launch({{1}, Backend::interpreter}, x, out, sum, n);  // the interpreter throws on any access outside a buffer
+    double want = 0;
+    for (float v : x) want += v;
+    EXPECT_NEAR(sum[0], want, 1e-4) << "n=" << n;
+    const int pieces = (n + 63) / 64;
+    for (int i = 0; i < n; ++i) EXPECT_EQ(out[i], x[i] + static_cast<float>(pieces - 1 - i / 64)) << "n=" << n << " i=" << i;
+  }
+  const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+}
 
 TEST(Loops, MasksAgainstTheLoopEndFoldWhereEveryPieceIsWhole) {
   // With n a multiple of the step, every piece the loop visits ends at or before n: the mask is true
