@@ -28,6 +28,11 @@ thread_local int nudge = 0;
 }  // namespace
 void set_cast_nudge(int direction) { nudge = direction > 0 ? 1 : direction < 0 ? -1 : 0; }
 int cast_nudge() { return nudge; }
+namespace {
+thread_local bool flipped_zeros = false;
+}  // namespace
+void set_other_zeros(bool on) { flipped_zeros = on; }
+bool other_zeros() { return flipped_zeros; }
 void reset_wrapped_operations() { wrapped_count = 0; }
 
 }  // namespace tilefuse::interp
@@ -106,7 +111,7 @@ void Program::reduce(const ir::Instr& in) {
                                         : std::numeric_limits<float>::infinity();
     for (std::size_t j = 0; j < n; ++j) {
       const float x = static_cast<float>(fx(in, 0, j));
-      acc = in.op == Op::reduce_max ? std::fmax(acc, x) : std::fmin(acc, x);
+      acc = in.op == Op::reduce_max ? float_max(acc, x) : float_min(acc, x);
     }
     r.f[0] = round_to(t.dtype, acc);
   } else {
@@ -172,8 +177,8 @@ void Program::float_element(const ir::Instr& in, std::size_t j, Value& r, DType 
     case Op::sub: x = f(0) - f(1); break;
     case Op::mul: x = f(0) * f(1); break;
     case Op::div: x = f(0) / f(1); break;
-    case Op::minimum: x = std::fmin(f(0), f(1)); break;
-    case Op::maximum: x = std::fmax(f(0), f(1)); break;
+    case Op::minimum: x = float_min(f(0), f(1)); break;
+    case Op::maximum: x = float_max(f(0), f(1)); break;
     case Op::neg: x = -f(0); break;
     case Op::exp: x = std::exp(f(0)); break;
     case Op::exp2: x = std::exp2(f(0)); break;

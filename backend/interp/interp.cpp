@@ -47,7 +47,7 @@ void run(const ir::Function& fn, std::int64_t gx, std::int64_t gy, std::int64_t 
           float acc = cluster[reverse ? cluster_size - 1 : 0].cluster_operand(in);
           for (int k = 1; k < cluster_size; ++k) {
             const float v = cluster[reverse ? cluster_size - 1 - k : k].cluster_operand(in);
-            acc = in.op == ir::Op::cluster_max ? std::fmax(acc, v) : acc + v;
+            acc = in.op == ir::Op::cluster_max ? detail::float_max(acc, v) : acc + v;
           }
           for (auto& p : cluster) p.set_cluster_result(in, acc);
           pc = stop;

@@ -53,6 +53,16 @@ void set_cast_nudge(int direction);
 /// This thread's set_cast_nudge direction.
 int cast_nudge();
 
+/// While on (for this thread's runs), a float maximum or minimum of +0 and -0 (elementwise, a reduction,
+/// along an axis, across a cluster) gives the other zero than by default (-0 for the maximum, +0 for the
+/// minimum; by default -0 is below +0). IEEE leaves the choice
+/// open and the GPU's max and min make it their own way; a zero's sign then shows in a division by it
+/// (+inf against -inf) or a copysign: the differential fuzzer calls a program's differences explained when
+/// each differing output also changes in the interpreter with this on.
+void set_other_zeros(bool on);
+/// Whether set_other_zeros is on for this thread.
+bool other_zeros();
+
 /// Runs `fn` for every program of the grid (x fastest), in order; with cluster reductions, the
 /// `cluster_size` programs of each cluster along x in lockstep between them.
 void run(const ir::Function& fn, std::int64_t grid_x, std::int64_t grid_y, std::int64_t grid_z,

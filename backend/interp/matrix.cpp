@@ -68,7 +68,7 @@ void Program::reduce_along(const ir::Instr& in) {
         acc = tree_sum(std::move(xs));
       } else {
         acc = in.op == Op::max_along ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
-        for (float v : xs) acc = in.op == Op::max_along ? std::fmax(acc, v) : std::fmin(acc, v);
+        for (float v : xs) acc = in.op == Op::max_along ? float_max(acc, v) : float_min(acc, v);
       }
       r.f[static_cast<std::size_t>(o)] = round_to(t.dtype, acc);
     } else {

@@ -42,6 +42,18 @@ inline std::int64_t wrap(DType t, std::int64_t x) {
   return x;
 }
 
+// Float maximum and minimum as fmax and fmin (a NaN operand gives the other one), with -0 below +0: the
+// maximum of +0 and -0 is +0 and their minimum -0 (IEEE 754-2019's maximum and minimum); while
+// set_other_zeros is on (interp.hpp), the other zero.
+inline float float_max(float a, float b) {
+  if (a == 0 && b == 0 && std::signbit(a) != std::signbit(b)) return other_zeros() ? -0.0f : 0.0f;
+  return std::fmax(a, b);
+}
+inline float float_min(float a, float b) {
+  if (a == 0 && b == 0 && std::signbit(a) != std::signbit(b)) return other_zeros() ? 0.0f : -0.0f;
+  return std::fmin(a, b);
+}
+
 // Sum of `level` in f32 by a pairwise tree, like the GPU's thread/warp/block tree (the exact order differs:
 // tests compare with a tolerance), so the error grows with log n, not n. Shared by the 1D reductions and
 // the reductions along an axis.

@@ -1,7 +1,7 @@
 // Device tier, the differential fuzzer's regressions: generated programs that once disagreed between the
 // interpreter and the GPU (a NaN cast to i64, NaN constants merged by CSE, a ptxas fusion that dropped
-// negations), run again on both; a fresh batch of 200 from a random seed, every family; and precise
-// division agreeing with the interpreter.
+// negations, the sign of a zero from a maximum), run again on both; a fresh batch of 200 from a random
+// seed, every family; and precise division agreeing with the interpreter.
 #include <gtest/gtest.h>
 
 #include "tests/common/gpu.hpp"
@@ -30,6 +30,13 @@ TEST_F(FuzzGpu, Regressions) {
   // 20532: an i32 column maximum of a negated tile; ptxas fused the max chain into VIMNMX3 and dropped the
   // negations (fixed by the prelude's tf_imax and tf_ineg).
   agree(20532, fuzz::Family::tiles);
+  // 61472: an i32 cast of a quotient by the maximum of +0 and -0; the interpreter's fmax gave -0 where the
+  // GPU gives +0 (-inf against +inf, then INT_MIN against INT_MAX). The interpreter now orders -0 below
+  // +0 as the GPU does, so the two agree outright.
+  const fuzz::Case c = fuzz::generate(61472);
+  Program p(c.fn, c.options);
+  const fuzz::Outcome o = fuzz::check_on_gpu(c, p);
+  EXPECT_EQ(o.verdict, fuzz::Verdict::agree) << o.difference;
 }
 
 TEST_F(FuzzGpu, FreshPrograms) {

@@ -86,6 +86,9 @@ enum class Verdict : std::uint8_t {
   ordering,  ///< they differ, and every output that differs also changes in the interpreter when its float
              ///< sums go in another order (interp::set_reordered_sums): a sum whose result depends on its
              ///< order (cancellation, a truncating cast of a sum, a tensor-core step beyond f32's range)
+  zeros,     ///< they differ, and every output that differs also changes in the interpreter when a float
+             ///< max or min of +0 and -0 gives the other zero (interp::set_other_zeros): the zero's sign
+             ///< is IEEE's choice, and showed in a division by it or the like
   casts,     ///< they differ, and every differing element lies between the interpreter's runs with each
              ///< float-to-integer cast's input moved by 2^-16 down and up (interp::set_cast_nudge): an
              ///< exp, erf or division within its bound crossed an integer in a truncating cast

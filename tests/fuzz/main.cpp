@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
               gpu ? "interpreter vs GPU" : ("CPU only: verify, compile, interpret" + (cpu_only ? std::string() : " (" + why + ")")).c_str());
   constexpr int kFamilies = 4;
   struct Counts {
-    std::atomic<long> generated{0}, compiled{0}, interpreted{0}, overflowed{0}, compared{0}, overflow{0}, division{0}, ordering{0}, casts{0}, failed{0};
+    std::atomic<long> generated{0}, compiled{0}, interpreted{0}, overflowed{0}, compared{0}, overflow{0}, division{0}, ordering{0}, zeros{0}, casts{0}, failed{0};
   } counts[kFamilies];
   std::atomic<long> next{0};
   std::mutex print;
@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
           n.overflow += o.verdict == fuzz::Verdict::overflow;
           n.division += o.verdict == fuzz::Verdict::division;
           n.ordering += o.verdict == fuzz::Verdict::ordering;
+          n.zeros += o.verdict == fuzz::Verdict::zeros;
           n.casts += o.verdict == fuzz::Verdict::casts;
           if (o.verdict == fuzz::Verdict::failed) {
             const fuzz::Case small = fuzz::shrink(c, [](const fuzz::Case& t) {
@@ -96,18 +97,19 @@ int main(int argc, char** argv) {
   for (long t = 0; t < threads; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   long failed = 0;
-  std::printf("%-9s %9s %9s %11s %9s %9s %9s %9s %9s %9s %9s\n", "family", "programs", "compiled", "interpreted", "wrapped",
-              "compared", "overflow", "division", "ordering", "casts", "FAILED");
+  std::printf("%-9s %9s %9s %11s %9s %9s %9s %9s %9s %9s %9s %9s\n", "family", "programs", "compiled", "interpreted", "wrapped",
+              "compared", "overflow", "division", "ordering", "zeros", "casts", "FAILED");
   for (int f = 0; f < kFamilies; ++f) {
     const Counts& n = counts[f];
-    std::printf("%-9s %9ld %9ld %11ld %9ld %9ld %9ld %9ld %9ld %9ld %9ld\n", fuzz::family_name(static_cast<fuzz::Family>(f)),
+    std::printf("%-9s %9ld %9ld %11ld %9ld %9ld %9ld %9ld %9ld %9ld %9ld %9ld\n", fuzz::family_name(static_cast<fuzz::Family>(f)),
                 n.generated.load(), n.compiled.load(), n.interpreted.load(), n.overflowed.load(), n.compared.load(), n.overflow.load(),
-                n.division.load(), n.ordering.load(), n.casts.load(), n.failed.load());
+                n.division.load(), n.ordering.load(), n.zeros.load(), n.casts.load(), n.failed.load());
     failed += n.failed;
   }
   std::printf("(compiled: for sm_90; wrapped: the interpreter wrapped a signed-integer result; overflow, division, ordering, "
-              "casts: differed, explained by that signed overflow, by div.full.f32 (the same program agrees with precise division), "
-              "by the order of float sums (each differing output also changes in the interpreter with its sums reordered), or by "
+              "zeros, casts: differed, explained by that signed overflow, by div.full.f32 (the same program agrees with precise division), "
+              "by the order of float sums (each differing output also changes in the interpreter with its sums reordered), by the "
+              "sign of a zero from a max or min of +0 and -0 (each differing output also changes with the other zero chosen), or by "
               "a truncating cast of a float within its bound (each differing element lies between the interpreter's runs with "
               "float-to-integer casts nudged by 2^-16 down and up); FAILED: unexplained)\n");
   return failed ? 1 : 0;

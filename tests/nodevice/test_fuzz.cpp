@@ -26,6 +26,16 @@ void sum_of_four(tl::Ptr<tl::f32> x, tl::Ptr<tl::f32> out) { tl::store(out, tl::
 void truncate_four(tl::Ptr<tl::f32> x, tl::Ptr<tl::i64> out) {
   tl::store(out + tl::arange<4>(), tl::cast<tl::i64>(tl::load(x + tl::arange<4>())));
 }
+// 1 / the zeros' maximum and minimum, elementwise (+0 against -0 in each lane), of a tile and along the
+// rows of a 2D tile: the sign of each zero shows as +inf or -inf.
+void zero_signs(tl::Ptr<tl::f32> a, tl::Ptr<tl::f32> b, tl::Ptr<tl::f32> out) {
+  auto x = tl::load(a + tl::arange<2>()), y = tl::load(b + tl::arange<2>());
+  tl::store(out + tl::arange<2>(), 1.0 / tl::maximum(x, y));
+  tl::store(out + 2 + tl::arange<2>(), 1.0 / tl::minimum(x, y));
+  tl::store(out + 4, 1.0 / tl::max(tl::load(a + tl::arange<4>())));
+  auto rows = tl::load(a + (tl::arange<2>()(tl::all, tl::none) * 2 + tl::arange<2>()(tl::none, tl::all)));
+  tl::store(out + 5 + tl::arange<2>(), 1.0 / tl::max<1>(rows));
+}
 }  // namespace
 
 TEST(Fuzz, GeneratorIsDeterministic) {
@@ -200,6 +210,26 @@ TEST(Fuzz, InterpreterNudgesCastsOnRequest) {
   EXPECT_EQ(run(1), (std::vector<std::int64_t>{1, 1, -2, 2}));
   EXPECT_EQ(run(-1), (std::vector<std::int64_t>{0, 0, -3, 2}));
   EXPECT_EQ(interp::cast_nudge(), 0);
+}
+
+// The interpreter's other zeros (what the fuzzer uses to tell a program whose output shows the sign of a
+// max or min of +0 and -0): each such max and min gives the other zero with the hook on, and nothing else
+// changes.
+TEST(Fuzz, InterpreterChoosesTheOtherZeroOnRequest) {
+  auto run = [](bool other) {
+    Kernel<&zero_signs> k("zero_signs");
+    std::vector<float> a = {0.0f, -0.0f, -0.0f, 0.0f}, b = {-0.0f, 0.0f}, out(7, 7.0f);
+    interp::set_other_zeros(other);
+    k.launch({1, Backend::interpreter}, a, b, out);
+    interp::set_other_zeros(false);
+    return out;
+  };
+  const std::vector<float> usual = run(false), other = run(true);
+  for (std::size_t i = 0; i < usual.size(); ++i) {
+    EXPECT_TRUE(std::isinf(usual[i])) << i;
+    EXPECT_EQ(other[i], -usual[i]) << i;
+  }
+  EXPECT_FALSE(interp::other_zeros());
 }
 
 TEST(Fuzz, ComparisonCatchesWhatItMust) {
