@@ -1,5 +1,5 @@
-// LayerNorm two-pass with the row in registers (one tile, or three quarter-tiles where the row fits
-// them), its one-pass baseline, and RMSNorm, for f32, f16 and bf16 and every row tile up to 16384 columns.
+// LayerNorm two-pass with the row in registers (one tile, or three, five or seven pieces of it: with_pieces),
+// its one-pass baseline, and RMSNorm, for f32, f16 and bf16 and every row tile up to 16384 columns.
 #include <array>
 
 #include "kernels/layernorm/launchers.hpp"

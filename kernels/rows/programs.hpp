@@ -1,5 +1,6 @@
-// Tile-program helpers the row families share (DSL code, traced into their programs): the reversed
-// piece order of the looped kernels, and the window that reads a row of any alignment in 16-byte runs.
+// Tile-program helpers the row families share (DSL code, traced into their programs): the looped kernels'
+// pieces (loaded one ahead, visited last to first), a row held as several pieces, the window that reads a
+// row of any alignment in 16-byte runs, and narrow rows several to a program.
 #pragma once
 
 #include <tuple>

@@ -1,4 +1,5 @@
-// The fused one-program-per-row softmax, for f32, f16 and bf16 and every row tile up to 16384 columns.
+// The fused one-program-per-row softmax, for f32, f16 and bf16 and rows up to 16384 columns: narrow rows
+// several to a program, wider ones as one tile or as pieces, of the row or of its aligned window.
 #include <array>
 
 #include "kernels/softmax/launchers.hpp"
