@@ -68,16 +68,15 @@ void one_program(const RowCall& call, const Args& a) {
     const bool windowed = peel && window <= kNormMaxCols;
     with_pieces<kNormMaxCols>(windowed ? window : call.cols, [&]<int PIECE, int PIECES>() {
       auto name = [&] { return std::string(windowed ? "layernorm_peeled_" : "layernorm_") + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""); };
-      if (windowed) {
-        const int resident = element_bytes_of<T>() < 4 ? kNormPeeledResident : 0;
-        const KernelShape shape = PIECES == 1 ? row_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, resident)
-                                              : pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES);
-        Program& p = kernel_for<&layernorm_program<T, PIECE, PIECES, true>>(shape, name, params);
-        launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, n, eps});
-      } else {
-        Program& p = kernel_for<&layernorm_program<T, PIECE, PIECES>>(pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES), name, params);
-        launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, i32(call.cols - (PIECES - 1) * PIECE), eps});
-      }
+      // Half rows through a window of one tile ask for kNormPeeledResident threads per SM.
+      const int resident = windowed && element_bytes_of<T>() < 4 ? kNormPeeledResident : 0;
+      const KernelShape shape = PIECES == 1 ? row_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, resident)
+                                            : pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES);
+      Program& p = windowed ? kernel_for<&layernorm_program<T, PIECE, PIECES, true>>(shape, name, params)
+                            : kernel_for<&layernorm_program<T, PIECE, PIECES>>(shape, name, params);
+      // `tail`: the last piece's columns (a window's pieces find the row's end from its head instead).
+      const Arg tail = windowed ? n : i32(call.cols - (PIECES - 1) * PIECE);
+      launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, tail, eps});
     });
   });
 }
