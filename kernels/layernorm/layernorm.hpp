@@ -24,6 +24,11 @@ namespace tilefuse::kernels {
 inline constexpr std::int64_t kNormMaxCols = 16384;
 /// Widest row the cluster LayerNorm takes: 8 programs of 16384 columns.
 inline constexpr std::int64_t kNormClusterMaxCols = 8 * kNormMaxCols;
+/// Widest row the staged LayerNorm takes: a cluster of 8 programs of kStageMaxCols columns.
+inline constexpr std::int64_t kNormStagedMaxCols = 8 * kStageMaxCols;
+/// Shared memory per program of the staged LayerNorm unless Tuning::stage_bytes says otherwise: 32 KB, as
+/// the staged softmax (a row wider than that goes over a cluster).
+inline constexpr std::int64_t kNormStageBytes = 32768;
 /// Most splits of one row the split-row LayerNorm supports (the combine kernel holds them as one tile).
 inline constexpr std::int64_t kNormMaxSplits = 1024;
 
@@ -54,7 +59,7 @@ struct NormArgs {
   Arg x, w, b, y, mean, rstd;  ///< b, mean and rstd are unused by RMSNorm
   std::int64_t rows = 0, cols = 0;
   float eps = 1e-5f;
-  std::int64_t splits = 0;       ///< split: programs per row; cluster: 0 for the fewest
+  std::int64_t splits = 0;       ///< split: programs per row; cluster and staged: 0 for the fewest
   Arg partial_s1, partial_s2;    ///< split: the scratch
   bool one_pass = false;         ///< one_program: the one-pass baseline instead of two-pass
 };
@@ -130,14 +135,18 @@ void layernorm_cluster(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, 
   detail::layernorm(RowVariant::cluster, args, opt);
 }
 
-/// LayerNorm of rows up to 32768 columns, each read once: one program per row with the row staged
-/// through shared memory, exactly two-pass.
+/// LayerNorm of rows up to kNormStagedMaxCols columns, each read once and exactly two-pass: the row is
+/// staged through shared memory, by one program or, past one stage (kNormStageBytes or
+/// Tuning::stage_bytes), by a thread-block cluster of `splits` programs (sm_90; 0: the fewest, at most 8)
+/// that combine their sums through distributed shared memory.
 template <class Buf, class F32Buf>
 void layernorm_staged(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
-                      float eps = 1e-5f, const RowOptions& opt = {}) {
+                      float eps = 1e-5f, const RowOptions& opt = {}, std::int64_t splits = 0) {
   static_assert(holds_floats<Buf>, "tilefuse layernorm_staged: elements must be float, half or bfloat16.");
   static_assert(holds_f32<F32Buf>, "tilefuse layernorm_staged: mean and rstd are float buffers.");
-  detail::layernorm(RowVariant::staged, detail::norm_args(x, w, b, y, stats, rows, cols, eps), opt);
+  auto args = detail::norm_args(x, w, b, y, stats, rows, cols, eps);
+  args.splits = splits;
+  detail::layernorm(RowVariant::staged, args, opt);
 }
 
 /// LayerNorm of rows of any width, with the variant chosen from the variant table (layernorm_choice; with

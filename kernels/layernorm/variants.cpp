@@ -23,7 +23,8 @@ constexpr VariantInfo kVariants[] = {
     {RowVariant::one_program, "layernorm", "one program per row, the row in registers, two-pass", 1, false, false, kNormMaxCols,
      one_program_fits},
     {RowVariant::looped, "layernorm_looped", "one program per row looping over it, shifted sums", 2, false, false, 0, always_fits},
-    {RowVariant::staged, "layernorm_staged", "the row staged through shared memory, two-pass", 1, false, false, kStageMaxCols, nullptr},
+    {RowVariant::staged, "layernorm_staged", "the row staged through shared memory, a cluster per row past 32 KB, two-pass", 1, false, true,
+     kNormStagedMaxCols, nullptr},
     {RowVariant::cluster, "layernorm_cluster", "a row over a thread-block cluster, two-pass in registers", 1, false, true, kNormClusterMaxCols,
      nullptr},
 };

@@ -3,6 +3,7 @@
 // row of any alignment in 16-byte runs, and narrow rows several to a program.
 #pragma once
 
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -200,6 +201,58 @@ template <bool FIRST, class Idx>
 auto columns_in(const Idx& idx, tl::Scalar<tl::i32> first, tl::Scalar<tl::i32> end) {
   if constexpr (FIRST) return (idx >= first) & (idx < end);
   else return idx < end;
+}
+
+/// The mask of one piece of a row visited by for_row_pieces: the piece's columns in the row for a piece
+/// that holds one of the row's ends, none for a whole piece between them.
+template <int PIECE>
+struct PieceMask {
+  std::optional<tl::Tile<tl::i1, PIECE>> mask;
+
+  /// access(mask) for an end piece, access() for a whole one: a load or store of the piece.
+  template <class F>
+  decltype(auto) access(F&& f) const {
+    if (mask) return f(*mask);
+    return f();
+  }
+  /// `t` with the piece's elements off the row set to `other` (t itself for a whole piece).
+  template <class V, class O>
+  V in_row(const V& t, const O& other) const {
+    if (mask) return V(tl::where(*mask, t, other));
+    return t;
+  }
+};
+
+/// tl::for_range over the PIECE-wide pieces from = 0, PIECE, ... below `end` of a row whose columns sit
+/// at [first, end) of its pieces laid end to end (with HEAD: a window's head, first < PIECE; without, the
+/// row starts at 0 and `first` is unused). The pieces that hold the row's ends (piece 0 with HEAD, and the
+/// last piece where end is not a whole number of pieces) run body(from, mask, c...) with their mask;
+/// every piece between runs it with none, so that only two pieces of a row pay for a mask per element
+/// (one loop over the whole pieces and at most one iteration each for the ends). body returns the next
+/// carried values, a std::tuple like `init`.
+template <int PIECE, bool HEAD, class... C, class Body>
+std::tuple<C...> for_row_pieces(tl::Scalar<tl::i32> first, tl::Scalar<tl::i32> end, const std::tuple<C...>& init,
+                                Body&& body) {
+  const auto cols = tl::arange<PIECE>();
+  auto visit = [&](tl::Scalar<tl::i32> lo, tl::Scalar<tl::i32> hi, const std::tuple<C...>& c, auto mask_of) {
+    return tl::for_range(lo, hi, PIECE, c, [&](tl::Scalar<tl::i32> from, const C&... carried) {
+      return body(from, PieceMask<PIECE>{mask_of(from)}, carried...);
+    });
+  };
+  using Mask = std::optional<tl::Tile<tl::i1, PIECE>>;
+  auto none = [](tl::Scalar<tl::i32>) { return Mask{}; };
+  auto head = [&](tl::Scalar<tl::i32> from) { return Mask{columns_in<true>(from + cols, first, end)}; };
+  auto tail = [&](tl::Scalar<tl::i32> from) { return Mask{from + cols < end}; };  // past piece 0: no head
+  const auto zero = tl::scalar<tl::i32>(0);
+  const auto whole_end = (end / PIECE) * PIECE;  // the end of the last whole piece
+  std::tuple<C...> c = init;
+  tl::Scalar<tl::i32> middle = zero;
+  if constexpr (HEAD) {
+    c = visit(zero, tl::minimum(end, PIECE), c, head);  // piece 0, if the row has columns
+    middle = tl::scalar<tl::i32>(PIECE);
+  }
+  c = visit(middle, whole_end, c, none);
+  return visit(tl::maximum(whole_end, middle), end, c, tail);  // the ragged last piece, if any
 }
 
 }  // namespace tilefuse::kernels

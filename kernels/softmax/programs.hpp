@@ -310,29 +310,32 @@ void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> s
   auto [base, head] = PEEL ? row_window<T>(row * stride + start) : RowWindow{row * stride + start, zero};
   auto end = PEEL ? tl::minimum(head + valid, STAGE) : valid;
   tl::Stage<T, STAGE> stage;
-  tl::for_range(zero, end, PIECE, [&](auto from) {
-    auto idx = from + cols;
-    stage.copy(from, in + base + idx, columns_in<PEEL>(idx, head, end));
+  // Every pass visits the pieces through for_row_pieces: only the pieces that hold the row's ends are
+  // masked (with PEEL the first, and a ragged last), the ones between are whole.
+  auto pieces = [&](const auto& init, auto&& body) { return for_row_pieces<PIECE, PEEL>(head, end, init, body); };
+  pieces(std::tuple<>{}, [&](auto from, const PieceMask<PIECE>& in_row) {
+    in_row.access([&](const auto&... mask) { stage.copy(from, in + base + from + cols, mask...); });
+    return std::tuple<>{};
   });
-  // Reads of the stage outside the piece take -inf: the max ignores them and their exp adds 0. (With PEEL,
-  // whose mask is not even over a run, the stage is read whole, 16 bytes at a time, and masked after.)
-  auto piece = [&](auto from) {
-    if constexpr (PEEL) return tl::where(columns_in<true>(from + cols, head, end), tl::cast<tl::f32>(stage.template load<PIECE>(from)), -tl::inf);
-    else return tl::cast<tl::f32>(stage.template load<PIECE>(from, from + cols < valid, -tl::inf));
+  // Stage elements off the row read as -inf: the max ignores them and their exp adds 0.
+  auto piece = [&](auto from, const PieceMask<PIECE>& in_row) {
+    return in_row.in_row(tl::cast<tl::f32>(stage.template load<PIECE>(from)), -tl::inf);
   };
-  auto [m] = tl::for_range(zero, end, PIECE, std::tuple{tl::full<tl::f32, PIECE>(-tl::inf)}, [&](auto from, auto m) {
-    return std::tuple{tl::maximum(m, piece(from))};
+  auto [m] = pieces(std::tuple{tl::full<tl::f32, PIECE>(-tl::inf)}, [&](auto from, const PieceMask<PIECE>& in_row, auto m) {
+    return std::tuple{tl::maximum(m, piece(from, in_row))};
   });
   auto row_max = tl::cluster_max(tl::max(m));
-  auto [s] = tl::for_range(zero, end, PIECE, std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, auto s) {
-    return std::tuple{s + tl::exp(piece(from) - row_max)};
+  auto [s] = pieces(std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, const PieceMask<PIECE>& in_row, auto s) {
+    return std::tuple{s + tl::exp(piece(from, in_row) - row_max)};
   });
   auto row_sum = tl::cluster_sum(tl::sum(s));
   // exp(x - max) / sum as one exp2: 2^((x - max) log2(e) - log2(sum)), a multiply-add and an ex2 per element.
   auto log2_sum = tl::log(row_sum) * kLog2e;
-  tl::for_range(zero, end, PIECE, [&](auto from) {
-    auto idx = from + cols;
-    tl::store(out + base + idx, tl::cast<T>(tl::exp2((piece(from) - row_max) * kLog2e - log2_sum)), columns_in<PEEL>(idx, head, end));
+  pieces(std::tuple<>{}, [&](auto from, const PieceMask<PIECE>& in_row) {
+    auto x = tl::cast<tl::f32>(stage.template load<PIECE>(from));
+    auto y = tl::cast<T>(tl::exp2((x - row_max) * kLog2e - log2_sum));
+    in_row.access([&](const auto&... mask) { tl::store(out + base + from + cols, y, mask...); });
+    return std::tuple<>{};
   });
 }
 

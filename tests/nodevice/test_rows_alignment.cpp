@@ -306,10 +306,26 @@ TEST(RowsAlignment, StagedRowsOfEveryAlignment) {
       check_softmax<half>(3, cols, RowVariant::staged, peel);
       check_softmax<float>(2, cols, RowVariant::staged, peel);
     }
+  // LayerNorm's staged rows: a head and a ragged piece, heads of every alignment over the rows, a window
+  // that spans one more piece than the row, and clusters of 2 to 6 (32 KB stages: 16384 halves or 8192
+  // floats per program).
+  for (std::int64_t cols : {3, 2049, 4095, 8193, 20001, 44547})
+    for (bool peel : {true, false}) {
+      check_layernorm<bfloat16>(9, cols, RowVariant::staged, peel);
+      check_layernorm<float>(5, cols, RowVariant::staged, peel);
+    }
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::staged, ir::DType::f16, 20001, interpreter(true)).at(0)->name(),
+            "layernorm_staged2_12288_peeled");
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::staged, ir::DType::f32, 8192, interpreter(true)).at(0)->name(), "layernorm_staged1_8192");
   const Program* p = kernels::softmax_programs(RowVariant::staged, ir::DType::f16, 44547, interpreter(true)).at(0);
   EXPECT_EQ(p->name(), "softmax_staged3_16384_peeled");
   const std::string src = p->cuda_source(odd_rows(*p));
-  EXPECT_EQ(occurrences(src, "tf_copy_async<16>("), 1u) << src;             // whole runs: 16-byte asynchronous copies
-  EXPECT_EQ(occurrences(src, "tf_load_vec<unsigned, 4>(reinterpret_cast<const unsigned*>(tf_stage0"), 3u) << src;  // the three passes
-  EXPECT_EQ(occurrences(src, "tf_store_vec<unsigned, 4"), 1u) << src;
+  // Every pass is three loops (for_row_pieces): the piece with the row's head, the whole pieces, the
+  // ragged last piece. Whole runs: 16-byte asynchronous copies, stage reads and stores.
+  EXPECT_EQ(occurrences(src, "tf_copy_async<16>("), 3u) << src;
+  EXPECT_EQ(occurrences(src, "tf_load_vec<unsigned, 4>(reinterpret_cast<const unsigned*>(tf_stage0"), 9u) << src;  // three passes
+  EXPECT_EQ(occurrences(src, "tf_store_vec<unsigned, 4"), 3u) << src;
+  // The whole pieces go unmasked and untested: no mask per run, no stage bounds test.
+  EXPECT_NE(src.find("for (int e0 = 0; e0 < 32; e0 += 8) tf_copy_async<16>("), std::string::npos) << src;
+  EXPECT_EQ(occurrences(src, "16384u"), 0u) << src;
 }

@@ -90,10 +90,11 @@ TEST(Stage, BarriersOnlyWhereThreadsShareElements) {
   EXPECT_LT(lsrc.find("  tf_copy_wait();\n"), lsrc.find("stage_load")) << lsrc;
   EXPECT_NE(lsrc.find("tf_copy_async<16>("), std::string::npos) << lsrc;
   // Its loops run to min(n, 12288): every piece lies inside the stage (no bounds test) and, with n a
-  // multiple of the 2048-column piece, no piece is ragged (no mask either).
+  // multiple of the 2048-column piece, no piece is ragged (no mask either, in the loop of the ragged last
+  // piece, which then never runs).
   EXPECT_EQ(test::occurrences(lsrc, "12288u"), 0u) << lsrc;  // no `(unsigned)... < 12288u` test
   const int d = integer_divisibility(12288);
-  const std::string whole = ln.cuda_source(Specialization{{16, 16, 16, 16, 16, 16, d, d, 1}});
+  const std::string whole = ln.cuda_source(Specialization{{16, 16, 16, 16, 16, 16, d, d, d, 1, 1}});  // chunk = n, one program
   EXPECT_EQ(test::occurrences(whole.substr(whole.find("__global__")), " ? "), 0u) << whole;
   EXPECT_EQ(test::occurrences(whole, "12288u"), 0u) << whole;
   // sm_90 compiles both; the LayerNorm (4 warps) stays small enough for the 9 programs per SM that 24 KB
@@ -129,16 +130,23 @@ TEST(Stage, StagedSoftmaxTakesMinusInfinity) {
 }
 
 TEST(Stage, StagedKernelsRefuseRowsTheyCannotHold) {
-  std::vector<float> x(32769), w(32769), y(32769);
+  std::vector<float> wide(262145), wide_out(262145);
   kernels::RowStats<std::vector<float>> stats{std::vector<float>(1), std::vector<float>(1)};
   try {
-    kernels::layernorm_staged(x, w, w, y, stats, 1, 32769, 1e-5f, {Backend::interpreter});
+    kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 262145, 1e-5f, {Backend::interpreter});
     ADD_FAILURE() << "no error";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("layernorm_staged: cols = 32769 exceeds the staged limit of 32768"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("layernorm_staged: cols = 262145 exceeds the cluster limit of 262144 elements (8 programs of "
+                                         "32768; kernels::layernorm_looped takes rows of any width)"),
+              std::string::npos)
         << e.what();
   }
-  std::vector<float> wide(262145), wide_out(262145);
+  try {  // a cluster of 9
+    kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 40000, 1e-5f, {Backend::interpreter}, 9);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("layernorm_staged: argument splits: expected 0 (automatic) or 1 to 8"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(kernels::softmax_staged(wide, wide_out, 1, 262145, {Backend::interpreter}), std::invalid_argument);
 }
 

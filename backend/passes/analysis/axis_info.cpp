@@ -58,6 +58,9 @@ AxisInfo induction_variable(const AxisInfo& lo, const AxisInfo& end, const AxisI
     iv.max = end.max - 1;
     if (constant_step && lo.min == lo.max) iv.max = lo.min + std::max<std::int64_t>(0, (end.max - 1 - lo.min) / S) * S;
     else if (whole_steps) iv.max = end.max - S;
+    // Every value is a multiple of its divisibility: the largest below end is too.
+    const std::int64_t d = iv.divisibility;
+    if (d > 1 && d < kUnknownLarge && iv.max >= 0) iv.max = iv.max / d * d;
   }
   return iv;
 }
@@ -117,8 +120,13 @@ class AxisAnalysis {
         // runs are single elements, each divisible by what divides every element of each factor (found
         // with (pid * 32 + arange) * stride, whose elements were taken to be multiples of 32).
         r.divisibility = std::min(kUnknownLarge, every_element(a) * every_element(b));
+        if (ir::is_int(t.dtype)) scale_range(a, b, t, r, true) || scale_range(b, a, t, r, true);
         break;
       }
+      case ir::Op::div:
+        r.uniform = arg(in, 0).uniform && arg(in, 1).uniform;
+        if (ir::is_int(t.dtype)) scale_range(arg(in, 0), arg(in, 1), t, r, false);
+        break;
       case ir::Op::minimum:
       case ir::Op::maximum: min_max(in, t, r); break;
       case ir::Op::expand:
@@ -283,6 +291,30 @@ class AxisAnalysis {
       };
       if (!below(a, b)) below(b, a);
     }
+  }
+
+  // The range of x * c (multiply) or x / c (C++ division, toward zero) for a positive constant c, from
+  // x's range clipped to what t holds (an i32 is within the i32 limits even where the analysis knows no
+  // bound): both are monotonic in x. A product that may leave t's range is not bounded (it may wrap).
+  // Lets `(end / PIECE) * PIECE` keep end's bound, so that loops up to it index a stage without tests.
+  static bool scale_range(const AxisInfo& x, const AxisInfo& c, const ir::ValueType& t, AxisInfo& r, bool multiply) {
+    if (!c.bounded || c.min != c.max || c.min <= 0) return false;
+    const bool narrow = ir::dtype_bytes(t.dtype) == 4;
+    const std::int64_t type_min = narrow ? std::numeric_limits<std::int32_t>::min() : std::numeric_limits<std::int64_t>::min();
+    const std::int64_t type_max = narrow ? std::numeric_limits<std::int32_t>::max() : std::numeric_limits<std::int64_t>::max();
+    const std::int64_t lo = x.bounded ? std::max(x.min, type_min) : type_min, hi = x.bounded ? std::min(x.max, type_max) : type_max;
+    if (!multiply) {
+      r.bounded = true;
+      r.min = lo / c.min;
+      r.max = hi / c.min;
+      return true;
+    }
+    const __int128 p_lo = static_cast<__int128>(lo) * c.min, p_hi = static_cast<__int128>(hi) * c.min;
+    if (p_lo < type_min || p_hi > type_max) return false;
+    r.bounded = true;
+    r.min = static_cast<std::int64_t>(p_lo);
+    r.max = static_cast<std::int64_t>(p_hi);
+    return true;
   }
 
   void min_max(const ir::Instr& in, const ir::ValueType& t, AxisInfo& r) const {
