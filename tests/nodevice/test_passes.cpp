@@ -325,3 +325,55 @@ TEST(Passes, AxisInfoKnowsALoopStaysBelowItsEnd) {
   EXPECT_EQ(iv.max, 4096 - 512);
   EXPECT_FALSE(mask.always_true);
 }
+
+namespace {
+
+// A row's pieces as kernels::for_row_pieces visits them: the whole pieces of min(n, 4096) in one loop up
+// to (end / 512) * 512, then the ragged last piece from there; and, for the ranges of products and
+// quotients, max(end, 0) * 3, n / 3 and n * 3 stored.
+void split_pieces(tl::Ptr<tl::i32> in, tl::Ptr<tl::i32> out, tl::Scalar<tl::i32> n) {
+  auto cols = tl::arange<512>();
+  auto end = tl::minimum(n, 4096);
+  auto whole = (end / 512) * 512;
+  tl::for_range(0, whole, 512, [&](auto from) { tl::store(out + from + cols, tl::load(in + from + cols)); });
+  tl::for_range(tl::maximum(whole, 0), end, 512, [&](auto from) {
+    auto idx = from + cols;
+    tl::store(out + idx, tl::load(in + idx, idx < end), idx < end);
+  });
+  tl::store(out, tl::maximum(end, 0) * 3);
+  tl::store(out + 1, n / 3);
+  tl::store(out + 2, n * 3);  // may wrap in i32
+}
+
+}  // namespace
+
+TEST(Passes, AxisInfoBoundsProductsQuotientsAndLoopsToWholePieces) {
+  Kernel<&split_pieces> k("split_pieces", {.num_warps = 2, .param_names = {"in", "out", "n"}});
+  const ir::Function& fn = k.program().ir();
+  const auto info = passes::analyze_axis_info(fn, {16, 16, 8});
+  std::vector<passes::AxisInfo> ivs, stored;
+  for (const auto& in : fn.body) {
+    if (in.op == Op::loop) ivs.push_back(info[in.block_args[0]]);
+    if (in.op == Op::store && fn.values[in.args[1]].rank == 0) stored.push_back(info[in.args[1]]);
+  }
+  ASSERT_EQ(ivs.size(), 2u);
+  // The whole pieces: (end / 512) * 512 <= 4096 keeps end's bound, so the last whole piece starts at
+  // 4096 - 512 at most and lies inside a 4096-element stage.
+  ASSERT_TRUE(ivs[0].bounded);
+  EXPECT_EQ(ivs[0].max, 4096 - 512);
+  EXPECT_EQ(ivs[0].headroom, 512);
+  // The ragged piece starts at a multiple of 512 below end <= 4096: at 4096 - 512 at most as well.
+  ASSERT_TRUE(ivs[1].bounded);
+  EXPECT_EQ(ivs[1].divisibility, 512);
+  EXPECT_EQ(ivs[1].max, 4096 - 512);
+  // max(end, 0) * 3 in [0, 12288]; n / 3 of an i32 n within the i32 limits over 3, known or not; n * 3
+  // may wrap: unbounded.
+  ASSERT_EQ(stored.size(), 3u);
+  ASSERT_TRUE(stored[0].bounded);
+  EXPECT_EQ(stored[0].min, 0);
+  EXPECT_EQ(stored[0].max, 3 * 4096);
+  ASSERT_TRUE(stored[1].bounded);
+  EXPECT_EQ(stored[1].max, 2147483647 / 3);
+  EXPECT_EQ(stored[1].min, -2147483648LL / 3);
+  EXPECT_FALSE(stored[2].bounded);
+}
