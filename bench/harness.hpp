@@ -34,6 +34,8 @@ struct Run {
   bool smoke = false;
   bool failed = false;  ///< a wrong result makes the run fail, not just skip a row
   kernels::Tuning tuning;
+  /// The variant the sweep runs (--sweep-variant; automatic: the automatic choice, as a caller gets it).
+  kernels::RowVariant sweep_variant = kernels::RowVariant::automatic;
   std::string gpu_skip;
 };
 /// The run in progress.

@@ -49,6 +49,14 @@ void write_table(const std::string& path) {
   if (!path.empty()) std::ofstream(path) << os.str();
 }
 
+// The row variant called `name` (kernels::variant_name); an error names the ones there are.
+kernels::RowVariant variant_named(const std::string& name) {
+  using V = kernels::RowVariant;
+  for (V v : {V::automatic, V::one_program, V::looped, V::split, V::cluster, V::staged})
+    if (name == kernels::variant_name(v)) return v;
+  throw std::invalid_argument("--sweep-variant: expected automatic, one_program, looped, split, cluster or staged, got " + name);
+}
+
 // Reads a tuning flag's value into `field`; false when `flag` is not a tuning flag.
 bool tuning_flag(const std::string& flag, const char* value, kernels::Tuning& t) {
   const struct {
@@ -96,7 +104,10 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--help") {
-        std::printf("tilefuse_bench [--smoke] [--table results.md] [--sweep N [--sweep-seed S]] [tuning flags] [google benchmark flags]\n"
+        std::printf("tilefuse_bench [--smoke] [--table results.md] [--sweep N [--sweep-seed S] [--sweep-variant V]] [tuning flags]\n"
+                    "  [google benchmark flags]\n"
+                    "--sweep-variant: automatic (default), one_program, looped, split, cluster or staged; shapes the\n"
+                    "  variant does not take are skipped\n"
                     "tuning flags (kernels::Tuning; unset: each kernel's rule): --row-elements N, --resident-threads N,\n"
                     "  --staged-warps N, --stage-bytes N, --carveout P, --looped-programs-per-sm K,\n"
                     "  --split-programs-per-sm K, --peel 0|1, --pack-rows 0|1, --stage-rows 0|1\n\n");
@@ -105,6 +116,7 @@ int main(int argc, char** argv) {
       else if (a == "--table" && i + 1 < argc) table = argv[++i];
       else if (a == "--sweep" && i + 1 < argc) sweep = std::stoi(argv[++i]);
       else if (a == "--sweep-seed" && i + 1 < argc) sweep_seed = std::stoull(argv[++i]);
+      else if (a == "--sweep-variant" && i + 1 < argc) r.sweep_variant = bench::variant_named(argv[++i]);
       else if (a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && i + 1 < argc && bench::tuning_flag(a, argv[i + 1], r.tuning)) ++i;
       else rest.push_back(argv[i]);
     }

@@ -4,7 +4,8 @@
 // and layernorm_auto (the automatic choice, as a caller gets it) against a device copy of the same bytes
 // in the same process, after a float64 check of rows spread over the matrix. The table gets a row per shape; the summary at the end gives
 // each kernel's x-copy distribution (worst with its shape, 5th percentile, median).
-//   tilefuse_bench --sweep 60 [--sweep-seed 1] --benchmark_filter=sweep --table sweep.md
+//   tilefuse_bench --sweep 60 [--sweep-seed 1] [--sweep-variant staged] --benchmark_filter=sweep --table sweep.md
+// (--sweep-variant runs one variant wherever it takes the shape, to compare it with the automatic choice.)
 #include "bench/sweep.hpp"
 
 #include <algorithm>
@@ -85,11 +86,18 @@ void sweep_case(benchmark::State& state, const SweepShape& k, bool layernorm) {
   const auto hw = reference::random_vector<H>(static_cast<std::size_t>(k.cols), 8), hb = reference::random_vector<H>(static_cast<std::size_t>(k.cols), 9);
   DeviceBuffer<H> w(hw), b(hb);
   kernels::RowStats<DeviceBuffer<float>> stats{DeviceBuffer<float>(k.rows), DeviceBuffer<float>(k.rows)};
+  const kernels::RowVariant forced = run().sweep_variant;
   auto launch = [&](int s) {
-    if (layernorm) kernels::layernorm_auto(rc.xs[s], w, b, rc.ys[s], stats, k.rows, k.cols, 1e-5f, rc.opt);
-    else kernels::softmax_auto(rc.xs[s], rc.ys[s], k.rows, k.cols, rc.opt);
+    if (layernorm) kernels::layernorm_auto(rc.xs[s], w, b, rc.ys[s], stats, k.rows, k.cols, 1e-5f, rc.opt, forced);
+    else kernels::softmax_auto(rc.xs[s], rc.ys[s], k.rows, k.cols, rc.opt, forced);
   };
-  launch(0);
+  try {
+    launch(0);
+  } catch (const std::invalid_argument& e) {  // a forced variant that does not take the shape
+    if (forced == kernels::RowVariant::automatic) throw;
+    state.SkipWithError(e.what());  // not a failure of the run
+    return;
+  }
   // The float64 check on up to 64 rows spread over the matrix, first and last included (a whole 1 GB
   // matrix in float64 would cost the GPU session minutes of host time per shape).
   const std::int64_t m = std::min<std::int64_t>(k.rows, 64);
@@ -122,10 +130,12 @@ void sweep_case(benchmark::State& state, const SweepShape& k, bool layernorm) {
   const double moved = 2.0 * rc.bytes;
   state.counters["x_copy"] = c / t.median_us;
   const std::string shape = add_copy_row(k.rows, k.cols, k.dtype, c, moved);
-  const kernels::RowVariant v = layernorm ? kernels::layernorm_choice(k.rows, k.cols, sizeof(H), rc.opt)
-                                          : kernels::softmax_choice(k.rows, k.cols, sizeof(H), rc.opt);
+  const kernels::RowVariant v = forced != kernels::RowVariant::automatic ? forced
+                                : layernorm ? kernels::layernorm_choice(k.rows, k.cols, sizeof(H), rc.opt)
+                                            : kernels::softmax_choice(k.rows, k.cols, sizeof(H), rc.opt);
   char note[96];
-  std::snprintf(note, sizeof note, "sweep; chose %s; rel err %.1e", kernels::variant_name(v), err);
+  std::snprintf(note, sizeof note, "sweep; %s %s; rel err %.1e", forced != kernels::RowVariant::automatic ? "forced" : "chose",
+                kernels::variant_name(v), err);
   const char* kernel = layernorm ? "layernorm" : "softmax";
   add_row(kernel, "tilefuse automatic", shape, k.dtype, t.median_us, moved, c, note);
   ratios()[kernel].emplace_back(c / t.median_us, shape + " " + k.dtype);
