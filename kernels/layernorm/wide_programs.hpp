@@ -16,7 +16,7 @@ namespace detail {
 // Sums of x - shift and of its square over columns [start, end) of the row at `base`, in BLOCK-column
 // pieces, per lane and then across lanes. The shift (the row's first element) cancels a large mean
 // before anything is squared. With FIRST, columns below `first` are not the row's (an aligned window's
-// head, row_window).
+// head, row_window). Only the end pieces are masked (for_row_pieces_ahead).
 template <class T, int BLOCK, bool FIRST = false>
 std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_sums(tl::Ptr<T> x, tl::Scalar<tl::i32> base,
                                                                   tl::Scalar<tl::f32> shift, tl::Scalar<tl::i32> start,
@@ -24,15 +24,12 @@ std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_sums(tl::Ptr<T> x, 
                                                                   tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
   auto init = std::tuple{tl::full<tl::f32, BLOCK>(0.0), tl::full<tl::f32, BLOCK>(0.0)};
-  auto load = [&](tl::Scalar<tl::i32> from) {
-    auto idx = from + cols;
-    return tl::load(x + base + idx, columns_in<FIRST>(idx, first, end) & (from < end));
-  };
-  auto [s1, s2] = for_pieces<BLOCK>(start, end, load, init, [&](auto from, auto piece, auto s1, auto s2) {
-    auto idx = from + cols;
-    auto d = tl::where(columns_in<FIRST>(idx, first, end), tl::cast<tl::f32>(piece) - shift, 0.0);
-    return std::tuple{s1 + d, s2 + d * d};
-  });
+  auto load = [&](tl::Scalar<tl::i32> from, const auto& mask) { return tl::load(x + base + from + cols, mask); };
+  auto [s1, s2] = for_row_pieces_ahead<BLOCK, FIRST>(start, first, end, load, init,
+                                                     [&](auto, auto piece, const PieceMask<BLOCK>& in_row, auto s1, auto s2) {
+                                                       auto d = in_row.in_row(tl::cast<tl::f32>(piece) - shift, 0.0);
+                                                       return std::tuple{s1 + d, s2 + d * d};
+                                                     });
   return {tl::sum(s1), tl::sum(s2)};
 }
 
@@ -56,22 +53,19 @@ void normalize_affine_range(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T>
                             tl::Scalar<tl::f32> mean_shifted, tl::Scalar<tl::f32> rstd,
                             tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
-  auto turn = reversed_piece_turn<BLOCK>(start, end);
-  auto load = [&](tl::Scalar<tl::i32> from) {
-    auto idx = (turn - from) + cols;
-    return tl::load(x + base + idx, columns_in<FIRST>(idx, first, end) & (from < end), tl::Cache::streaming);
-  };
-  for_pieces<BLOCK>(start, end, load, std::tuple<>{}, [&](auto from, auto piece) {
-    auto idx = (turn - from) + cols;
-    auto mask = columns_in<FIRST>(idx, first, end);
+  auto load = [&](tl::Scalar<tl::i32> from, const auto& mask) { return tl::load(x + base + from + cols, mask, tl::Cache::streaming); };
+  for_row_pieces_ahead<BLOCK, FIRST, true>(start, first, end, load, std::tuple<>{}, [&](auto from, auto piece, const PieceMask<BLOCK>& in_row) {
+    auto idx = from + cols;
     auto centered = (tl::cast<tl::f32>(piece) - shift) - mean_shifted;  // both small
     auto column = [&] {
       if constexpr (FIRST) return idx - first;
       else return idx;
     }();
-    auto wv = tl::cast<tl::f32>(tl::load(w + column, mask));
-    auto bv = tl::cast<tl::f32>(tl::load(b + column, mask));
-    tl::store(y + base + idx, tl::cast<T>(centered * rstd * wv + bv), mask, tl::Cache::streaming);
+    in_row.access([&](const auto&... mask) {
+      auto wv = tl::cast<tl::f32>(tl::load(w + column, mask...));
+      auto bv = tl::cast<tl::f32>(tl::load(b + column, mask...));
+      tl::store(y + base + idx, tl::cast<T>(centered * rstd * wv + bv), mask..., tl::Cache::streaming);
+    });
     return std::tuple<>{};
   });
 }

@@ -1,6 +1,7 @@
-// Tile-program helpers the row families share (DSL code, traced into their programs): the looped kernels'
-// pieces (loaded one ahead, visited last to first), a row held as several pieces, the window that reads a
-// row of any alignment in 16-byte runs, and narrow rows several to a program.
+// Tile-program helpers the row families share (DSL code, traced into their programs): a row held as
+// several pieces, the window that reads a row of any alignment in 16-byte runs, narrow rows several to a
+// program, and the walks over a row's pieces that mask only its two end pieces (the staged kernels'
+// for_row_pieces; the looped and split kernels' for_row_pieces_ahead, pieces loaded one ahead).
 #pragma once
 
 #include <optional>
@@ -12,38 +13,6 @@
 namespace tilefuse::kernels {
 
 namespace tl = tilefuse::tl;
-
-/// For a tile-program loop `for from in [start, end) by BLOCK`: the value t such that `t - from` visits the
-/// same BLOCK-wide pieces last to first (t - start is the start of the last piece).
-template <int BLOCK>
-tl::Scalar<tl::i32> reversed_piece_turn(tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end) {
-  return start + start + ((end - start - 1) / BLOCK) * BLOCK;
-}
-
-/// tl::for_range over the pieces from = start, start + BLOCK, ... below `end`, with each piece loaded one
-/// piece ahead: body(from, piece, c...) gets piece `from` already loaded (`load(from)`) and returns the
-/// next carried values (a std::tuple like `init`), and the load of piece from + BLOCK is issued before
-/// the body's math, so that a program waits on one piece while it computes the one before (the loops of
-/// the looped and split-row kernels waited on every piece in turn). `load` must read nothing for a
-/// `from` at or past `end` (its mask includes from < end): the last iteration's look-ahead is such a piece.
-template <int BLOCK, class Load, class... C, class Body>
-std::tuple<C...> for_pieces(tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end, Load&& load, const std::tuple<C...>& init,
-                            Body&& body) {
-  auto carried = std::tuple_cat(init, std::tuple{load(start)});
-  auto out = std::apply(
-      [&](const auto&... c0) {
-        return tl::for_range(start, end, BLOCK, carried, [&](tl::Scalar<tl::i32> from, decltype(c0)... c) {
-          auto next = load(from + BLOCK);
-          auto all = std::tuple{c...};
-          auto state = [&]<std::size_t... I>(std::index_sequence<I...>) {
-            return body(from, std::get<sizeof...(C)>(all), std::get<I>(all)...);
-          }(std::index_sequence_for<C...>{});
-          return std::tuple_cat(state, std::tuple{next});
-        });
-      },
-      carried);
-  return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tuple<C...>{std::get<I>(out)...}; }(std::index_sequence_for<C...>{});
-}
 
 /// Elements of T in 16 bytes: one vector access.
 template <class T>
@@ -253,6 +222,66 @@ std::tuple<C...> for_row_pieces(tl::Scalar<tl::i32> first, tl::Scalar<tl::i32> e
   }
   c = visit(middle, whole_end, c, none);
   return visit(tl::maximum(whole_end, middle), end, c, tail);  // the ragged last piece, if any
+}
+
+/// The pieces of a row that a program walks (the looped and split-row kernels): the BLOCK-column pieces
+/// from `start` (a whole number of pieces from the window's or chunk's start) below `end`, of which the
+/// row's columns are [first, end) (with HEAD: a window's head may sit in the piece at `start`; without,
+/// `first` is unused). As for_row_pieces, only the two end pieces (the one at `start` with HEAD, a ragged
+/// last one) are masked; the whole pieces between go in one loop, each loaded one piece ahead, so that a
+/// program waits on one piece while it computes the one before. `load(from, mask)` reads the piece at
+/// `from` (a look-ahead past the whole pieces gets a mask that is false throughout and reads nothing);
+/// `body(from, piece, in_row, c...)` gets it with its PieceMask and returns the next carried values. With
+/// REVERSED the pieces go last to first (the end piece past the whole ones first): a second pass then
+/// rereads first what the first pass read last, the likeliest to be still in L2.
+template <int BLOCK, bool HEAD, bool REVERSED = false, class Load, class... C, class Body>
+std::tuple<C...> for_row_pieces_ahead(tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> first, tl::Scalar<tl::i32> end,
+                                      Load&& load, const std::tuple<C...>& init, Body&& body) {
+  const auto cols = tl::arange<BLOCK>();
+  using Mask = tl::Tile<tl::i1, BLOCK>;
+  const auto whole_lo = HEAD ? start + BLOCK : start;                  // the first whole piece
+  const auto whole_end = start + ((end - start) / BLOCK) * BLOCK;     // and the end of the last
+  const auto tail_at = tl::maximum(whole_end, whole_lo);              // a ragged last piece, if any
+  // One iteration at most: the piece at [lo, hi) with its mask.
+  auto end_piece = [&](tl::Scalar<tl::i32> lo, tl::Scalar<tl::i32> hi, auto mask_of, const std::tuple<C...>& c) {
+    return tl::for_range(lo, hi, BLOCK, c, [&](tl::Scalar<tl::i32> from, const C&... carried) {
+      const Mask mask = mask_of(from);
+      return body(from, load(from, mask), PieceMask<BLOCK>{mask}, carried...);
+    });
+  };
+  auto head = [&](const std::tuple<C...>& c) {
+    if constexpr (HEAD) return end_piece(start, tl::minimum(end, start + BLOCK), [&](auto from) { return columns_in<true>(from + cols, first, end); }, c);
+    else return c;
+  };
+  auto tail = [&](const std::tuple<C...>& c) { return end_piece(tail_at, end, [&](auto from) { return from + cols < end; }, c); };
+  // Whole piece k of the loop (k = whole_lo, whole_lo + BLOCK, ...) starts at at(k); its look-ahead is
+  // masked off past the whole pieces (a mask constant over each run: both ends are whole pieces apart).
+  const auto turn = whole_lo + whole_end - BLOCK;
+  auto at = [&](tl::Scalar<tl::i32> k) {
+    if constexpr (REVERSED) return turn - k;
+    else return k;
+  };
+  auto ahead = [&](tl::Scalar<tl::i32> k) {
+    if constexpr (REVERSED) return load(at(k), at(k) + cols >= whole_lo);
+    else return load(k, k + cols < whole_end);
+  };
+  // The reversed pass issues its first whole piece's load before its first end piece; the forward pass
+  // after its head piece: issued before it, ptxas held both at once (LayerNorm's looped kernel of windows
+  // went from 76 to 109 registers, its split partials from 63 to 80).
+  std::optional<decltype(ahead(whole_lo))> early;
+  if constexpr (REVERSED) early = ahead(whole_lo);
+  std::tuple<C...> c = REVERSED ? tail(init) : head(init);
+  auto first_whole = early ? *early : ahead(whole_lo);
+  auto out = std::apply(
+      [&](const auto&... c0) {
+        return tl::for_range(whole_lo, whole_end, BLOCK, std::tuple{c0..., first_whole}, [&](tl::Scalar<tl::i32> k, decltype(c0)... cs, auto piece) {
+          auto next = ahead(k + BLOCK);
+          return std::tuple_cat(body(at(k), piece, PieceMask<BLOCK>{}, cs...), std::tuple{next});
+        });
+      },
+      c);
+  c = [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tuple<C...>{std::get<I>(out)...}; }(std::index_sequence_for<C...>{});
+  return REVERSED ? head(c) : tail(c);
 }
 
 }  // namespace tilefuse::kernels

@@ -140,18 +140,16 @@ namespace detail {
 
 // Max and sum of exp(x - max) over columns [start, end) of the row at `base`, in BLOCK-column pieces
 // with a running max and sum per lane (online softmax: each element read once), then across lanes.
-// With FIRST, columns below `first` are not the row's (an aligned window's head, row_window).
+// With FIRST, columns below `first` are not the row's (an aligned window's head, row_window). Only the
+// end pieces are masked (for_row_pieces_ahead).
 template <class T, int BLOCK, bool FIRST = false>
 std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> online_max_sum(tl::Ptr<T> in, tl::Scalar<tl::i32> base,
                                                                      tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end,
                                                                      tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
   auto init = std::tuple{tl::full<tl::f32, BLOCK>(-tl::inf), tl::full<tl::f32, BLOCK>(0.0)};
-  auto load = [&](tl::Scalar<tl::i32> from) {
-    auto idx = from + cols;
-    return tl::load(in + base + idx, columns_in<FIRST>(idx, first, end) & (from < end), -tl::inf);
-  };
-  auto [m, s] = for_pieces<BLOCK>(start, end, load, init, [&](auto, auto piece, auto m, auto s) {
+  auto load = [&](tl::Scalar<tl::i32> from, const auto& mask) { return tl::load(in + base + from + cols, mask, -tl::inf); };
+  auto [m, s] = for_row_pieces_ahead<BLOCK, FIRST>(start, first, end, load, init, [&](auto, auto piece, const auto&, auto m, auto s) {
     auto x = tl::cast<tl::f32>(piece);
     // One exp per element: of x and the running max, one is the new max and its exp term is 1, the other
     // is scaled by exp(-|x - m|). A masked (-inf) x leaves the lane as it was (-inf - -inf would be NaN).
@@ -175,15 +173,12 @@ void normalize_range(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> base, tl
                      tl::Scalar<tl::i32> end, tl::Scalar<tl::f32> row_max, tl::Scalar<tl::f32> row_sum,
                      tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
-  auto turn = reversed_piece_turn<BLOCK>(start, end);
-  auto load = [&](tl::Scalar<tl::i32> from) {
-    auto idx = (turn - from) + cols;
-    return tl::load(in + base + idx, columns_in<FIRST>(idx, first, end) & (from < end), tl::Cache::streaming);
+  auto load = [&](tl::Scalar<tl::i32> from, const auto& mask) {
+    return tl::load(in + base + from + cols, mask, tl::Cache::streaming);
   };
-  for_pieces<BLOCK>(start, end, load, std::tuple<>{}, [&](auto from, auto piece) {
-    auto idx = (turn - from) + cols;
-    auto x = tl::cast<tl::f32>(piece);
-    tl::store(out + base + idx, tl::cast<T>(tl::exp(x - row_max) / row_sum), columns_in<FIRST>(idx, first, end), tl::Cache::streaming);
+  for_row_pieces_ahead<BLOCK, FIRST, true>(start, first, end, load, std::tuple<>{}, [&](auto from, auto piece, const PieceMask<BLOCK>& in_row) {
+    auto y = tl::cast<T>(tl::exp(tl::cast<tl::f32>(piece) - row_max) / row_sum);
+    in_row.access([&](const auto&... mask) { tl::store(out + base + from + cols, y, mask..., tl::Cache::streaming); });
     return std::tuple<>{};
   });
 }

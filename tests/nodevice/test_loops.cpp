@@ -52,39 +52,47 @@ void piecewise_double(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::
   });
 }
 
-// kernels::for_pieces, each piece loaded one ahead: the row's sum (forward), and out[i] = in[i] + the number of
-// pieces visited before i's (last piece first, the looped kernels' second pass), over columns [0, n) of
-// a buffer of exactly n elements: a look-ahead past either end must read nothing.
-void pieces_forward_and_back(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out, tl::Ptr<tl::f32> sum, tl::Scalar<tl::i32> n) {
+// kernels::for_row_pieces_ahead, the whole pieces loaded one ahead: the row's sum (forward), and
+// out[i] = in[i] + the number of pieces visited before i's (last piece first, the looped kernels' second
+// pass), over columns [head, head + n) of a buffer of exactly head + n elements, pieces from 0: neither
+// the end pieces nor a look-ahead past the whole pieces may read outside the row.
+void pieces_forward_and_back(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out, tl::Ptr<tl::f32> sum, tl::Scalar<tl::i32> head,
+                             tl::Scalar<tl::i32> n) {
   auto cols = tl::arange<64>();
   auto zero = tl::scalar<tl::i32>(0);
-  auto forward = [&](tl::Scalar<tl::i32> from) { return tl::load(in + from + cols, (from + cols < n) & (from < n)); };
-  auto [acc] = kernels::for_pieces<64>(zero, n, forward, std::tuple{tl::full<tl::f32, 64>(0.0)},
-                                       [&](auto, auto piece, auto acc) { return std::tuple{acc + piece}; });
+  auto end = head + n;
+  auto load = [&](tl::Scalar<tl::i32> from, const auto& mask) { return tl::load(in + from + cols, mask); };
+  auto [acc] = kernels::for_row_pieces_ahead<64, true>(zero, head, end, load, std::tuple{tl::full<tl::f32, 64>(0.0)},
+                                                       [&](auto, auto piece, const auto& in_row, auto acc) {
+                                                         return std::tuple{acc + in_row.in_row(piece, 0.0)};
+                                                       });
   tl::store(sum, tl::sum(acc));
-  auto turn = kernels::reversed_piece_turn<64>(zero, n);
-  auto back = [&](tl::Scalar<tl::i32> from) { return tl::load(in + (turn - from) + cols, ((turn - from) + cols < n) & (from < n)); };
-  kernels::for_pieces<64>(zero, n, back, std::tuple{tl::scalar<tl::i32>(0)}, [&](auto from, auto piece, auto visited) {
-    auto idx = (turn - from) + cols;
-    tl::store(out + idx, piece + tl::cast<tl::f32>(visited), idx < n);
-    return std::tuple{visited + 1};
-  });
+  kernels::for_row_pieces_ahead<64, true, true>(zero, head, end, load, std::tuple{tl::scalar<tl::i32>(0)},
+                                                [&](auto from, auto piece, const auto& in_row, auto visited) {
+                                                  auto y = piece + tl::cast<tl::f32>(visited);
+                                                  in_row.access([&](const auto&... mask) { tl::store(out + from + cols, y, mask...); });
+                                                  return std::tuple{visited + 1};
+                                                });
 }
 
 }  // namespace
 
 TEST(Loops, PiecesLoadedOneAheadReadNothingPastTheRange) {
-  Kernel<&pieces_forward_and_back> k("pieces_forward_and_back", {.num_warps = 2, .param_names = {"in", "out", "sum", "n"}});
-  for (int n : {1, 63, 64, 65, 200, 256}) {
-    auto x = reference::random_vector<float>(n, 7);
-    std::vector<float> out(n, std::nanf("")), sum(1, std::nanf(""));
-    k.launch({{1}, Backend::interpreter}, x, out, sum, n);  // the interpreter throws on any access outside a buffer
-    double want = 0;
-    for (float v : x) want += v;
-    EXPECT_NEAR(sum[0], want, 1e-4) << "n=" << n;
-    const int pieces = (n + 63) / 64;
-    for (int i = 0; i < n; ++i) EXPECT_EQ(out[i], x[i] + static_cast<float>(pieces - 1 - i / 64)) << "n=" << n << " i=" << i;
-  }
+  Kernel<&pieces_forward_and_back> k("pieces_forward_and_back", {.num_warps = 2, .param_names = {"in", "out", "sum", "head", "n"}});
+  for (int head : {0, 5})
+    for (int n : {1, 58, 59, 63, 64, 65, 200, 251, 256}) {
+      const int total = head + n;
+      auto x = reference::random_vector<float>(total, 7);
+      std::vector<float> out(total, std::nanf("")), sum(1, std::nanf(""));
+      k.launch({{1}, Backend::interpreter}, x, out, sum, head, n);  // the interpreter throws on any access outside a buffer
+      double want = 0;
+      for (int i = head; i < total; ++i) want += x[i];
+      EXPECT_NEAR(sum[0], want, 1e-4) << "head=" << head << " n=" << n;
+      const int pieces = (total + 63) / 64;
+      for (int i = 0; i < head; ++i) EXPECT_TRUE(std::isnan(out[i])) << "head=" << head << " n=" << n << " i=" << i;
+      for (int i = head; i < total; ++i)
+        EXPECT_EQ(out[i], x[i] + static_cast<float>(pieces - 1 - i / 64)) << "head=" << head << " n=" << n << " i=" << i;
+    }
   const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
   EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
 }
