@@ -11,23 +11,15 @@ namespace tilefuse::kernels::layernorm_launch {
 void staged(const RowCall& call, const Args& a) {
   check_layernorm(call, a);
   const int bytes = ir::dtype_bytes(a.x.dtype);
-  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, call.opt.tuning.stage_bytes.value_or(kNormStageBytes) / bytes);
-  const auto split = cluster_split(call.entry, "kernels::layernorm_looped", call.rows, call.cols,
-                                   a.splits == 0 ? std::min<std::int64_t>(8, (call.cols + piece - 1) / piece) : a.splits, kStageMaxCols);
-  if (split.splits > 1) {
-    const Target target = call.target();
-    if (!target.clusters)
-      throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": " + std::to_string(call.cols) +
-                                  " columns need a cluster of " + std::to_string(split.splits) +
-                                  " programs, which needs sm_90; this GPU is " + target.arch + " (kernels::layernorm_looped runs anywhere)");
-  }
+  // Rows that are not whole vectors (LayerNorm's rule, norm_peeled): each chunk copied from the vector
+  // boundary before it.
+  const StagedPlan plan =
+      staged_plan(call, a.splits, bytes, kNormStageBytes, norm_peeled(call.opt.tuning, call.cols, bytes), "kernels::layernorm_looped");
+  const ClusterSplit& split = plan.split;
+  const bool peel = plan.peel;
   const Arg n = i32(call.cols), chunk = i32(split.chunk), splits = i32(split.splits);
   with_float_dtype(a.x.dtype, [&]<class T>() {
-    // Rows that are not whole vectors (LayerNorm's rule, norm_peeled): each chunk copied from the vector
-    // boundary before it, where the stage has room for the vector's worth of columns more.
-    const std::int64_t window = window_cols(split.chunk, element_bytes_of<T>());
-    const bool peel = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>()) && window <= kStageMaxCols;
-    with_stage(peel ? window : split.chunk, [&]<int STAGE>() {
+    with_stage(plan.stage_cols, [&]<int STAGE>() {
       static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "chunk", "splits", "eps"};
       KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), 4);
       shape.cluster = static_cast<int>(split.splits);

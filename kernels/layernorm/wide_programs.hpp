@@ -192,69 +192,52 @@ void layernorm_cluster_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
   tl::store(rstd_out + row, rstd, first);
 }
 
-/// LayerNorm of rows staged through shared memory, read from global memory once and exactly two-pass:
-/// program pid handles columns [start, start + chunk) of row pid / splits (one program per row when splits
-/// is 1, else a thread-block cluster per row that combines its sums through tl::cluster_sum). The piece is
-/// copied into a stage of STAGE elements of the input dtype (asynchronously: all of it in flight at once,
-/// and it takes no registers), then pass 1 sums x - x[0] from the stage, pass 2 the squares of the
-/// centered values, and pass 3 normalizes and writes y. Only a PIECE-column piece is in registers at a
-/// time, so a program needs few registers and the SM holds as many as its shared memory allows. Every pass
-/// visits the pieces through for_row_pieces: only the pieces that hold the chunk's ends are masked. With
-/// PEEL, each chunk is copied from the vector boundary before it (row_window), so that rows that are not
-/// whole vectors move 16 bytes at a time; its columns then sit at stage indices [head, head + valid).
+/// LayerNorm of rows staged through shared memory, read from global memory once and exactly two-pass: each
+/// program's chunk of a row (StagedChunk: one program per row, or a thread-block cluster per row that
+/// combines its sums through tl::cluster_sum) is copied into a stage of STAGE elements of the input dtype,
+/// then pass 1 sums x - x[0] from the stage, pass 2 the squares of the centered values, and pass 3
+/// normalizes and writes y. Only a PIECE-column piece is in registers at a time, so a program needs few
+/// registers and the SM holds as many as its shared memory allows; only the pieces that hold the chunk's
+/// ends are masked. With PEEL the chunk is copied from the vector boundary before it (row_window), for
+/// rows that are not whole vectors.
 template <class T, int STAGE, int PIECE, bool PEEL = false>
 void layernorm_staged_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                               tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                               tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::f32> eps) {
-  auto pid = tl::program_id(0);
-  auto row = pid / splits;
-  auto start = (pid % splits) * chunk;
-  // The program's columns, at most STAGE (the launcher guarantees it; saying so lets the compiler drop the
-  // stage bounds tests).
-  auto valid = tl::minimum(tl::maximum(tl::minimum(chunk, n - start), 0), STAGE);
-  auto cols = tl::arange<PIECE>();
-  auto zero = tl::scalar<tl::i32>(0);
-  // Where the stage's element 0 is read from, the stage index of the chunk's first column, and the end of
-  // its columns in the stage.
-  auto [base, head] = PEEL ? row_window<T>(row * stride + start) : RowWindow{row * stride + start, zero};
-  auto end = PEEL ? tl::minimum(head + valid, STAGE) : valid;
-  auto pieces = [&](const auto& init, auto&& body) { return for_row_pieces<PIECE, PEEL>(head, end, init, body); };
+  const auto part = StagedChunk<T, STAGE, PIECE, PEEL>::of(stride, n, chunk, splits);
   tl::Stage<T, STAGE> stage;
-  pieces(std::tuple<>{}, [&](auto from, const PieceMask<PIECE>& in_row) {
-    in_row.access([&](const auto&... mask) { stage.copy(from, x + base + from + cols, mask...); });
-    return std::tuple<>{};
-  });
-  auto shift = tl::cast<tl::f32>(tl::load(x + row * stride));  // the row's first element, in every program of it
+  part.copy(stage, x);
+  auto shift = tl::cast<tl::f32>(tl::load(x + part.row * stride));  // the row's first element, in every program of it
   auto shifted = [&](auto from) { return tl::cast<tl::f32>(stage.template load<PIECE>(from)) - shift; };
-  auto [s1] = pieces(std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, const PieceMask<PIECE>& in_row, auto s1) {
+  auto [s1] = part.pieces(std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, const PieceMask<PIECE>& in_row, auto s1) {
     return std::tuple{s1 + in_row.in_row(shifted(from), 0.0)};
   });
   auto count = tl::cast<tl::f32>(n);
   auto mean_shifted = tl::cluster_sum(tl::sum(s1)) / count;
   // x - mean of the piece at `from`, as (x - shift) - mean_shifted: both differences are small.
-  auto [s2] = pieces(std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, const PieceMask<PIECE>& in_row, auto s2) {
+  auto [s2] = part.pieces(std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, const PieceMask<PIECE>& in_row, auto s2) {
     auto c = in_row.in_row(shifted(from) - mean_shifted, 0.0);
     return std::tuple{s2 + c * c};
   });
   auto rstd = 1.0 / tl::sqrt(tl::cluster_sum(tl::sum(s2)) / count + eps);
   auto mean_rstd = mean_shifted * rstd;
-  pieces(std::tuple<>{}, [&](auto from, const PieceMask<PIECE>& in_row) {
+  part.pieces(std::tuple<>{}, [&](auto from, const PieceMask<PIECE>& in_row) {
     auto col = [&] {  // the row's column of each stage element
-      if constexpr (PEEL) return start + from + cols - head;
-      else return start + from + cols;
+      if constexpr (PEEL) return part.start + from + part.cols - part.head;
+      else return part.start + from + part.cols;
     }();
     in_row.access([&](const auto&... mask) {
       // (x - shift - mean_shifted) * rstd as one multiply-add on the small x - shift.
       auto normalized = shifted(from) * rstd - mean_rstd;
       auto wv = tl::cast<tl::f32>(tl::load(w + col, mask...));
       auto bv = tl::cast<tl::f32>(tl::load(b + col, mask...));
-      tl::store(y + base + from + cols, tl::cast<T>(normalized * wv + bv), mask...);
+      tl::store(y + part.base + from + part.cols, tl::cast<T>(normalized * wv + bv), mask...);
     });
     return std::tuple<>{};
   });
-  auto first = pid % splits == 0;
-  tl::store(mean_out + row, shift + mean_shifted, first);
-  tl::store(rstd_out + row, rstd, first);
+  auto first = part.pid % splits == 0;
+  tl::store(mean_out + part.row, shift + mean_shifted, first);
+  tl::store(rstd_out + part.row, rstd, first);
 }
 
 }  // namespace tilefuse::kernels

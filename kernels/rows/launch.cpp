@@ -47,4 +47,22 @@ SplitPartials split_partials(const RowCall& call, std::int64_t splits, const Arg
   return {SplitPlan{splits, call.rows}, first, second};
 }
 
+StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_bytes, std::int64_t stage_bytes, bool peel,
+                       const char* alternative) {
+  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, call.opt.tuning.stage_bytes.value_or(stage_bytes) / element_bytes);
+  const auto split = cluster_split(call.entry, alternative, call.rows, call.cols,
+                                   splits == 0 ? std::min<std::int64_t>(8, (call.cols + piece - 1) / piece) : splits, kStageMaxCols);
+  if (split.splits > 1) {
+    const Target target = call.target();
+    if (!target.clusters)
+      throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": " + std::to_string(call.cols) +
+                                  " columns need a cluster of " + std::to_string(split.splits) +
+                                  " programs, which needs sm_90; this GPU is " + target.arch + " (" + alternative + " runs anywhere)");
+  }
+  // A window starts up to a vector less one element before the chunk: the stage needs room for that.
+  const std::int64_t window = window_cols(split.chunk, element_bytes);
+  const bool windowed = peel && window <= kStageMaxCols;
+  return {split, windowed, windowed ? window : split.chunk};
+}
+
 }  // namespace tilefuse::kernels

@@ -115,6 +115,21 @@ void for_each_group(const RowCall& call, const SplitPlan& plan, F&& launch_pair)
   for (std::int64_t first = 0; first < call.rows; first += plan.group) launch_pair(first, Grid(std::min(plan.group, call.rows - first), plan.splits));
 }
 
+/// How a staged kernel holds its rows: `split` (programs per row, a thread-block cluster past one, and each
+/// one's chunk of columns), whether each chunk is copied from the vector boundary before it (`peel`), and
+/// the columns its stage holds (`stage_cols`, for with_stage).
+struct StagedPlan {
+  ClusterSplit split;
+  bool peel;
+  std::int64_t stage_cols;
+};
+/// The plan of a staged launch: `splits` programs per row (0: the fewest whose stages hold at most
+/// `stage_bytes`, or Tuning::stage_bytes, each; at most 8), checked by cluster_split, and more than one
+/// only where the GPU has clusters (sm_90); errors name `alternative` as the kernel that runs anywhere.
+/// `peel` is the family's rule for the rows, taken where a chunk's window fits one stage.
+StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_bytes, std::int64_t stage_bytes, bool peel,
+                       const char* alternative);
+
 /// An i32 scalar argument.
 inline Arg i32(std::int64_t v) { return Arg::of_i32(static_cast<std::int32_t>(v)); }
 

@@ -164,12 +164,11 @@ struct StagedRows {
   }
 };
 
-/// The mask of window indices `idx` inside a row's columns [first, end): with FIRST (a window that reads
-/// the row from the vector boundary before it) bounded below too, else only above.
-template <bool FIRST, class Idx>
+/// The mask of window indices `idx` inside a row's columns [first, end) (a window reads the row from the
+/// vector boundary before it): the mask of a row's head piece.
+template <class Idx>
 auto columns_in(const Idx& idx, tl::Scalar<tl::i32> first, tl::Scalar<tl::i32> end) {
-  if constexpr (FIRST) return (idx >= first) & (idx < end);
-  else return idx < end;
+  return (idx >= first) & (idx < end);
 }
 
 /// The mask of one piece of a row visited by for_row_pieces: the piece's columns in the row for a piece
@@ -210,7 +209,7 @@ std::tuple<C...> for_row_pieces(tl::Scalar<tl::i32> first, tl::Scalar<tl::i32> e
   };
   using Mask = std::optional<tl::Tile<tl::i1, PIECE>>;
   auto none = [](tl::Scalar<tl::i32>) { return Mask{}; };
-  auto head = [&](tl::Scalar<tl::i32> from) { return Mask{columns_in<true>(from + cols, first, end)}; };
+  auto head = [&](tl::Scalar<tl::i32> from) { return Mask{columns_in(from + cols, first, end)}; };
   auto tail = [&](tl::Scalar<tl::i32> from) { return Mask{from + cols < end}; };  // past piece 0: no head
   const auto zero = tl::scalar<tl::i32>(0);
   const auto whole_end = (end / PIECE) * PIECE;  // the end of the last whole piece
@@ -223,6 +222,44 @@ std::tuple<C...> for_row_pieces(tl::Scalar<tl::i32> first, tl::Scalar<tl::i32> e
   c = visit(middle, whole_end, c, none);
   return visit(tl::maximum(whole_end, middle), end, c, tail);  // the ragged last piece, if any
 }
+
+/// The columns one program of the staged kernels holds: program pid handles columns [start, start +
+/// chunk) of row pid / splits (one program per row when splits is 1, else a thread-block cluster per row),
+/// at most STAGE of them (the launcher guarantees it; saying so lets the compiler drop the stage bounds
+/// tests). They are copied into a stage from `base`, with PEEL the vector boundary before them
+/// (row_window), so that rows that are not whole vectors move 16 bytes at a time; their columns then sit
+/// at stage indices [head, end).
+template <class T, int STAGE, int PIECE, bool PEEL>
+struct StagedChunk {
+  tl::Scalar<tl::i32> pid, row, start;  ///< the program, its row, the row's column at stage index head
+  tl::Tile<tl::i32, PIECE> cols;        ///< 0 ... PIECE - 1
+  tl::Scalar<tl::i32> base, head, end;  ///< where stage element 0 is read from; the columns' stage indices
+
+  static StagedChunk of(tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits) {
+    auto pid = tl::program_id(0);
+    auto row = pid / splits;
+    auto start = (pid % splits) * chunk;
+    auto valid = tl::minimum(tl::maximum(tl::minimum(chunk, n - start), 0), STAGE);
+    auto cols = tl::arange<PIECE>();
+    auto zero = tl::scalar<tl::i32>(0);
+    auto [base, head] = PEEL ? row_window<T>(row * stride + start) : RowWindow{row * stride + start, zero};
+    auto end = PEEL ? tl::minimum(head + valid, STAGE) : valid;
+    return StagedChunk{pid, row, start, cols, base, head, end};
+  }
+  /// for_row_pieces over the chunk's pieces: only those that hold its ends are masked.
+  template <class... C, class Body>
+  std::tuple<C...> pieces(const std::tuple<C...>& init, Body&& body) const {
+    return for_row_pieces<PIECE, PEEL>(head, end, init, body);
+  }
+  /// Copies the chunk of `in` into `stage` (asynchronously: all of it in flight at once, taking no
+  /// registers); stage elements off the row read 0.
+  void copy(const tl::Stage<T, STAGE>& stage, tl::Ptr<T> in) const {
+    pieces(std::tuple<>{}, [&](auto from, const PieceMask<PIECE>& in_row) {
+      in_row.access([&](const auto&... mask) { stage.copy(from, in + base + from + cols, mask...); });
+      return std::tuple<>{};
+    });
+  }
+};
 
 /// The pieces of a row that a program walks (the looped and split-row kernels): the BLOCK-column pieces
 /// from `start` (a whole number of pieces from the window's or chunk's start) below `end`, of which the
@@ -250,7 +287,7 @@ std::tuple<C...> for_row_pieces_ahead(tl::Scalar<tl::i32> start, tl::Scalar<tl::
     });
   };
   auto head = [&](const std::tuple<C...>& c) {
-    if constexpr (HEAD) return end_piece(start, tl::minimum(end, start + BLOCK), [&](auto from) { return columns_in<true>(from + cols, first, end); }, c);
+    if constexpr (HEAD) return end_piece(start, tl::minimum(end, start + BLOCK), [&](auto from) { return columns_in(from + cols, first, end); }, c);
     else return c;
   };
   auto tail = [&](const std::tuple<C...>& c) { return end_piece(tail_at, end, [&](auto from) { return from + cols < end; }, c); };

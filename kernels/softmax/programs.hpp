@@ -281,55 +281,36 @@ void softmax_cluster_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> 
 /// log2(e), for exponentials taken as exp2.
 inline constexpr double kLog2e = 1.4426950408889634;
 
-/// Softmax of rows staged through shared memory, read from global memory once: program pid handles
-/// columns [start, start + chunk) of row pid / splits (one program per row when splits is 1, else a
-/// thread-block cluster per row that combines max and sum through tl::cluster_max / tl::cluster_sum).
-/// The piece is copied into a stage of STAGE elements (asynchronously, all of it in flight at once); pass 1
-/// takes the max from the stage, pass 2 sums exp(x - max), pass 3 writes exp(x - max) / sum. Only PIECE
-/// columns are in registers at a time. With PEEL, each piece is copied from the vector boundary before it
-/// (row_window), so that the copies move 16 bytes each for rows that are not whole vectors; the piece's
-/// columns then sit at stage indices [head, head + valid).
+/// Softmax of rows staged through shared memory, read from global memory once: each program's chunk of a
+/// row (StagedChunk: one program per row, or a thread-block cluster per row that combines max and sum
+/// through tl::cluster_max / tl::cluster_sum) is copied into a stage of STAGE elements, then pass 1 takes
+/// the max from the stage, pass 2 sums exp(x - max), pass 3 writes exp(x - max) / sum. Only PIECE columns
+/// are in registers at a time, and only the pieces that hold the chunk's ends are masked. With PEEL the
+/// chunk is copied from the vector boundary before it (row_window), for rows that are not whole vectors.
 template <class T, int STAGE, int PIECE, bool PEEL = false>
 void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
                             tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits) {
-  auto pid = tl::program_id(0);
-  auto row = pid / splits;
-  auto start = (pid % splits) * chunk;
-  // The program's columns, at most STAGE (the launcher guarantees it; saying so lets the compiler drop the
-  // stage bounds tests, and the masks where they are a multiple of PIECE).
-  auto valid = tl::minimum(tl::maximum(tl::minimum(chunk, n_cols - start), 0), STAGE);
-  auto cols = tl::arange<PIECE>();
-  auto zero = tl::scalar<tl::i32>(0);
-  // Where the stage's element 0 is read from, the stage index of the piece's first column, and the end of
-  // its columns in the stage.
-  auto [base, head] = PEEL ? row_window<T>(row * stride + start) : RowWindow{row * stride + start, zero};
-  auto end = PEEL ? tl::minimum(head + valid, STAGE) : valid;
+  const auto part = StagedChunk<T, STAGE, PIECE, PEEL>::of(stride, n_cols, chunk, splits);
   tl::Stage<T, STAGE> stage;
-  // Every pass visits the pieces through for_row_pieces: only the pieces that hold the row's ends are
-  // masked (with PEEL the first, and a ragged last), the ones between are whole.
-  auto pieces = [&](const auto& init, auto&& body) { return for_row_pieces<PIECE, PEEL>(head, end, init, body); };
-  pieces(std::tuple<>{}, [&](auto from, const PieceMask<PIECE>& in_row) {
-    in_row.access([&](const auto&... mask) { stage.copy(from, in + base + from + cols, mask...); });
-    return std::tuple<>{};
-  });
+  part.copy(stage, in);
   // Stage elements off the row read as -inf: the max ignores them and their exp adds 0.
   auto piece = [&](auto from, const PieceMask<PIECE>& in_row) {
     return in_row.in_row(tl::cast<tl::f32>(stage.template load<PIECE>(from)), -tl::inf);
   };
-  auto [m] = pieces(std::tuple{tl::full<tl::f32, PIECE>(-tl::inf)}, [&](auto from, const PieceMask<PIECE>& in_row, auto m) {
+  auto [m] = part.pieces(std::tuple{tl::full<tl::f32, PIECE>(-tl::inf)}, [&](auto from, const PieceMask<PIECE>& in_row, auto m) {
     return std::tuple{tl::maximum(m, piece(from, in_row))};
   });
   auto row_max = tl::cluster_max(tl::max(m));
-  auto [s] = pieces(std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, const PieceMask<PIECE>& in_row, auto s) {
+  auto [s] = part.pieces(std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, const PieceMask<PIECE>& in_row, auto s) {
     return std::tuple{s + tl::exp(piece(from, in_row) - row_max)};
   });
   auto row_sum = tl::cluster_sum(tl::sum(s));
   // exp(x - max) / sum as one exp2: 2^((x - max) log2(e) - log2(sum)), a multiply-add and an ex2 per element.
   auto log2_sum = tl::log(row_sum) * kLog2e;
-  pieces(std::tuple<>{}, [&](auto from, const PieceMask<PIECE>& in_row) {
+  part.pieces(std::tuple<>{}, [&](auto from, const PieceMask<PIECE>& in_row) {
     auto x = tl::cast<tl::f32>(stage.template load<PIECE>(from));
     auto y = tl::cast<T>(tl::exp2((x - row_max) * kLog2e - log2_sum));
-    in_row.access([&](const auto&... mask) { tl::store(out + base + from + cols, y, mask...); });
+    in_row.access([&](const auto&... mask) { tl::store(out + part.base + from + part.cols, y, mask...); });
     return std::tuple<>{};
   });
 }

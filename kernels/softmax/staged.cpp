@@ -11,23 +11,13 @@ void staged(const RowCall& call, const Args& a) {
   check_matrix(call, "in", a.in);
   check_matrix(call, "out", a.out);
   const int bytes = ir::dtype_bytes(a.in.dtype);
-  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, call.opt.tuning.stage_bytes.value_or(32768) / bytes);
-  const auto split = cluster_split(call.entry, "kernels::softmax_looped", call.rows, call.cols,
-                                   a.splits == 0 ? std::min<std::int64_t>(8, (call.cols + piece - 1) / piece) : a.splits, kStageMaxCols);
-  if (split.splits > 1) {
-    const Target target = call.target();
-    if (!target.clusters)
-      throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": " + std::to_string(call.cols) +
-                                  " columns need a cluster of " + std::to_string(split.splits) +
-                                  " programs, which needs sm_90; this GPU is " + target.arch + " (kernels::softmax_looped runs anywhere)");
-  }
+  // Rows that are not whole vectors: each chunk copied from the vector boundary before it.
+  const StagedPlan plan = staged_plan(call, a.splits, bytes, 32768, peeled(call.opt.tuning, call.cols, bytes), "kernels::softmax_looped");
+  const ClusterSplit& split = plan.split;
+  const bool peel = plan.peel;
   const Arg n = i32(call.cols), chunk = i32(split.chunk), splits = i32(split.splits);
   with_float_dtype(a.in.dtype, [&]<class T>() {
-    // Rows that are not whole vectors: each piece copied from the vector boundary before it, where the
-    // stage has room for the vector's worth of columns more.
-    const std::int64_t window = window_cols(split.chunk, element_bytes_of<T>());
-    const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>()) && window <= kStageMaxCols;
-    with_stage(peel ? window : split.chunk, [&]<int STAGE>() {
+    with_stage(plan.stage_cols, [&]<int STAGE>() {
       static constexpr const char* params[] = {"in", "out", "stride", "n_cols", "chunk", "splits"};
       // Two warps per program (measured against one, four and eight: bench/NOTES.md, staged softmax).
       KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), 2);
