@@ -7,6 +7,7 @@
 //   inspect [--kernel softmax|softmax_unfused|layernorm|rmsnorm|epilogue|epilogue_unfused|attention|
 //                     attention_naive|matmul]
 //           [--variant automatic|one_program|looped|split|cluster|staged] [--splits N]
+//           [--peel 0|1] [--pack-rows 0|1] [--stage-rows 0|1]          (row kernels' layout knobs)
 //           [--dtype f32|f16|bf16] [--rows R] [--cols N]              (row kernels: R rows of N elements)
 //           [--batch B] [--heads H] [--seq S] [--head-dim D] [--causal 0|1]            (attention)
 //           [--m M] [--n N] [--k K] [--gelu 0|1]                                        (matmul)
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -64,7 +66,14 @@ void call(const std::map<std::string, std::string>& f) {
   const ir::DType dtype = dtype_of(str("--dtype", kernel == "attention" || kernel == "attention_naive" || kernel == "matmul" ? "bf16" : "f32"));
   const std::int64_t rows = num("--rows", 4096), cols = num("--cols", 4096), splits = num("--splits", 0);
   const kernels::RowVariant variant = variant_of(str("--variant", "automatic"));
-  const kernels::RowOptions opt{Backend::gpu};
+  kernels::RowOptions opt{Backend::gpu};
+  // The row kernels' layout knobs (kernels::Tuning), 0 or 1; unset: each kernel's rule.
+  auto knob = [&](const char* k, std::optional<bool>& field) {
+    if (f.count(k)) field = num(k, 0) != 0;
+  };
+  knob("--peel", opt.tuning.peel);
+  knob("--pack-rows", opt.tuning.pack_rows);
+  knob("--stage-rows", opt.tuning.stage_rows);
   FakeMemory mem;
   const std::int64_t n = rows * cols;
   if (kernel == "softmax") {
@@ -114,7 +123,8 @@ int main(int argc, char** argv) {
       flags[argv[i]] = argv[i + 1];
     }
     static const char* known[] = {"--kernel", "--variant", "--splits", "--dtype", "--rows", "--cols", "--batch", "--heads", "--seq",
-                                  "--head-dim", "--causal", "--m", "--n", "--k", "--gelu", "--index", "--arch", "--sms", "--only", "--cubin"};
+                                  "--head-dim", "--causal", "--m", "--n", "--k", "--gelu", "--index", "--arch", "--sms", "--only", "--cubin",
+                                  "--peel", "--pack-rows", "--stage-rows"};
     for (const auto& [k, v] : flags)
       if (std::find(std::begin(known), std::end(known), k) == std::end(known)) throw std::invalid_argument("inspect: unknown flag " + k);
     const std::string arch = flags.count("--arch") ? flags["--arch"] : "";

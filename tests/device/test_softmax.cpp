@@ -175,7 +175,7 @@ TEST_F(Gpu, StagedSoftmaxReadsOnce) {
 // Rows whose width is not a whole number of 16-byte vectors, read through their aligned windows: every
 // row starts at another offset into its vector (odd widths of halves, 1 and 3 mod 4 of floats).
 TEST_F(Gpu, SoftmaxRowsOfEveryAlignment) {
-  for (std::int64_t cols : {3, 9, 33, 257, 1001, 3261, 16377, 16383}) {
+  for (std::int64_t cols : {3, 9, 33, 47, 155, 257, 1001, 3261, 16377, 16383}) {
     check_variant<half>(41, cols, RowVariant::one_program);
     check_variant<float>(23, cols, RowVariant::one_program);
   }

@@ -268,6 +268,32 @@ TEST(RowsAlignment, PeeledLayerNormKeepsItsRowsInFlight) {
     }
 }
 
+TEST(RowsAlignment, PackedOddRowsPutNeighbouringLanesOnNeighbouringElements) {
+  // The softmax's rule for packed rows that are not whole vectors: each row from its own start, in the
+  // blocked layout with runs of one element (lanes 0-7 on columns 0-7, each thread's 8 columns of a row
+  // 8 apart), so that a warp's element-by-element access reads one contiguous piece per row.
+  kernels::RowOptions opt{Backend::interpreter};
+  opt.tuning.pack_rows = true;
+  const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 47, opt).at(0);
+  EXPECT_EQ(p->name(), "softmax_rows_64x64");
+  const std::string src = p->cuda_source(odd_rows(*p));
+  EXPECT_NE(src.find("[64x64] reg(0,8)(0,16)(0,32)(16,0)(32,0) lane(0,1)(0,2)(0,4)(1,0)(2,0)"), std::string::npos) << src;
+  EXPECT_EQ(occurrences(src, "tf_load_vec<"), 0u) << src;
+  // Whole vectors keep their 16-byte runs.
+  const Program* whole = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 64, opt).at(0);
+  const std::string aligned = whole->cuda_source(whole->default_specialization());
+  EXPECT_NE(aligned.find("reg(0,1)(0,2)(0,4)"), std::string::npos) << aligned;
+  EXPECT_EQ(occurrences(aligned, "tf_load_vec<tf_u16, 8>"), 1u) << aligned;
+  for (std::int64_t cols : {3, 25, 47, 65, 155, 249}) {
+    const auto seed = std::random_device{}();
+    SCOPED_TRACE("softmax " + std::to_string(cols) + " columns, seed " + std::to_string(seed));
+    auto x = reference::random_vector<bfloat16>(static_cast<std::size_t>(75 * cols), seed, 0.f, 3.f);
+    std::vector<bfloat16> y(x.size(), reference::from_float<bfloat16>(std::nanf("")));
+    kernels::softmax_auto(x, y, 75, cols, opt);
+    EXPECT_LE(reference::relative_error<bfloat16>(y, reference::softmax<bfloat16>(x, 75, cols)), reference::tolerance<bfloat16>());
+  }
+}
+
 TEST(RowsAlignment, NarrowRowKernelsMove16BytesPerAccess) {
   for (std::int64_t cols : {47, 64}) {  // odd rows through their windows; whole vectors as they are
     const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, cols, packed(true)).at(0);

@@ -129,6 +129,9 @@ void plan_accesses(const ir::Function& fn, Analysis& a);
 void plan_tiles(const ir::Function& fn, Analysis& a);
 /// The layout a lazy or scalar-fed 2D or 1D value of type `t` takes by default (blocked, 16-byte runs).
 TileLayout2 default_layout(const ir::ValueType& t, int warps);
+/// The blocked layout of a tile of type `t` loaded by accesses of `run` elements at once
+/// (blocked_layout's runs; 0 or the full 16 bytes: default_layout).
+TileLayout2 access_layout(const ir::ValueType& t, int run, int warps);
 
 /// Runs every analysis of `fn` for `threads` threads per program and the parameters' divisibility;
 /// `warpgroup_mma`: the target has sm_90's warpgroup MMA and the program may use it.

@@ -1,10 +1,11 @@
 // Homes of the values of a program with 2D tiles: where each lives and in which layout. A dot's result
 // takes the tensor-core accumulator layout; a load that only feeds dot operands goes straight to shared
-// memory; other loads take the blocked layout of 16-byte runs; arithmetic takes its operands' layout
-// (the tensor-core one first); reductions along an axis take the slice of their operand's layout; loop
-// values take what their iterations give (to a fixpoint). Pure arithmetic on indices, constants and
-// broadcasts is lazy: it is computed where it is used, in the layout the use needs, so masks and
-// addresses never move between threads.
+// memory; other loads take the blocked layout of 16-byte runs, or of shorter runs spaced by lanes where
+// the access is not provably aligned (a row of odd width), and gathers from stages 16-byte runs;
+// arithmetic takes its operands' layout (the tensor-core one first); reductions along an axis take the
+// slice of their operand's layout; loop values take what their iterations give (to a fixpoint). Pure
+// arithmetic on indices, constants and broadcasts is lazy: it is computed where it is used, in the
+// layout the use needs, so masks and addresses never move between threads.
 #include <algorithm>
 #include <stdexcept>
 
@@ -52,6 +53,17 @@ class TilePlanner {
     return true;
   }
 
+  // Elements of a tile of type `t` that a global access through pointers `ptr` provably moves at once:
+  // runs of that many contiguous elements at an address divisible by their bytes, 16 bytes at most (the
+  // 1D layouts' rule, layout.cpp).
+  int provable_run(const ir::ValueType& t, ir::ValueId ptr) const {
+    const int bytes = t.dtype == ir::DType::i1 ? 4 : ir::dtype_bytes(t.dtype);
+    const AxisInfo& info = a_.axis[ptr];
+    int w = std::max(1, 16 / bytes);
+    while (w > 1 && (info.contiguity < w || info.divisibility < std::int64_t{w} * bytes)) w /= 2;
+    return w;
+  }
+
   TileHome& home(ir::ValueId v) { return a_.home[v]; }
   bool in_registers(ir::ValueId v) const { return a_.home[v].where == Where::registers && known_[v]; }
 
@@ -84,8 +96,9 @@ class TilePlanner {
           home(in.result) = TileHome{Where::shared, {}};
           return;
         }
-        return set(in.result, default_layout(t, warps_));
-      case ir::Family::stage:  // a gather: the blocked layout, like a global load
+        return set(in.result, access_layout(t, provable_run(t, in.args[0]), warps_));
+      case ir::Family::stage:  // a gather: the blocked layout, like a global load (gathers of odd rows
+        // in 16-byte runs measured faster than lane-spaced: bench/NOTES.md, narrow rows in lane-spaced runs)
         return set(in.result, default_layout(t, warps_));
       case ir::Family::axis_reduction: {
         const ir::ValueId x = in.args[0];
@@ -192,10 +205,12 @@ std::pair<int, int> warpgroup_grid(int m, int n, int warps, bool whole_rows) {
 
 bool on_warpgroups(const TileLayout2& l) { return l.mma && l.dims[0] / l.warps_m == 16 && l.warps_m % 4 == 0; }
 
-TileLayout2 default_layout(const ir::ValueType& t, int warps) {
+TileLayout2 default_layout(const ir::ValueType& t, int warps) { return access_layout(t, 0, warps); }
+
+TileLayout2 access_layout(const ir::ValueType& t, int run, int warps) {
   const int bytes = t.dtype == ir::DType::i1 ? 4 : ir::dtype_bytes(t.dtype);
   const int vector = std::max(1, 16 / bytes);
-  return blocked_layout(t.rank, {static_cast<int>(t.dims[0]), static_cast<int>(t.dims[1])}, vector, warps);
+  return blocked_layout(t.rank, {static_cast<int>(t.dims[0]), static_cast<int>(t.dims[1])}, vector, warps, run);
 }
 
 void plan_tiles(const ir::Function& fn, Analysis& a) { TilePlanner(fn, a).run(); }

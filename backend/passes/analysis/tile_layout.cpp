@@ -51,7 +51,7 @@ std::string TileLayout2::str() const {
   return s;
 }
 
-TileLayout2 blocked_layout(int rank, std::array<int, 2> dims, int vector, int warps) {
+TileLayout2 blocked_layout(int rank, std::array<int, 2> dims, int vector, int warps, int run) {
   TileLayout2 l;
   l.rank = rank;
   l.dims = rank == 1 ? std::array<int, 2>{dims[0], 1} : dims;
@@ -62,7 +62,15 @@ TileLayout2 blocked_layout(int rank, std::array<int, 2> dims, int vector, int wa
   for (int v = 1; v < std::min(vector, last_dim); v *= 2) l.reg.push_back(take());
   for (int k = 0; k < 5; ++k) l.lane.push_back(take());
   for (int k = 0; k < log2i(warps); ++k) l.warp.push_back(take());
+  const std::size_t vector_bits = l.reg.size();
   while (next < bits.size()) l.reg.push_back(take());
+  // Shorter runs: the vector's bits above the run's trade places with the lowest lane bits, as far as
+  // those lie along the last dimension.
+  const int last = rank - 1;
+  for (std::size_t k = run > 0 ? static_cast<std::size_t>(log2i(run)) : vector_bits, i = 0; k < vector_bits; ++k, ++i) {
+    if (i >= l.lane.size() || l.lane[i][last] == 0 || l.lane[i][1 - last] != 0) break;
+    std::swap(l.reg[k], l.lane[i]);
+  }
   return l;
 }
 

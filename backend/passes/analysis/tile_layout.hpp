@@ -44,7 +44,12 @@ struct TileLayout2 {
 /// A blocked layout of a tile (rank 1: [n]; rank 2: [rows, cols]) over `warps` warps: runs of `vector`
 /// contiguous elements along the last dimension per thread, lanes then warps next in row-major order,
 /// and the rest in registers. It is the layout of loads and stores: each warp covers whole runs of rows.
-TileLayout2 blocked_layout(int rank, std::array<int, 2> dims, int vector, int warps);
+/// With `run` < `vector` (an access that moves only `run` elements at once), each thread's `vector`
+/// elements along the last dimension are runs of `run` spaced by the lanes of a row: the lanes of a
+/// row then read neighbouring runs (a warp's element-by-element access is one contiguous piece per row,
+/// not pieces 16 bytes apart), while each thread holds as many elements of a row and a row takes as many
+/// lanes (its reductions cost the same shuffles).
+TileLayout2 blocked_layout(int rank, std::array<int, 2> dims, int vector, int warps, int run = 0);
 
 /// The layout of a dot's [m, n] f32 result on tensor cores (mma.sync m16n8k16 accumulator fragments):
 /// warps_m * warps_n == warps; each warp holds (m / warps_m) x (n / warps_n); element e of a thread is
