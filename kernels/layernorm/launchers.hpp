@@ -46,6 +46,13 @@ inline constexpr int kNormPeeledResident = 1024;
 /// 23.5 us one per program, 28.1 us packed).
 inline constexpr std::int64_t kNormPackedRowBytes = 128;
 
+/// Widest window (columns) of half rows that LayerNorm's one-program kernel strides over rows for
+/// (Tuning::stride_rows): w and b of such a window take 2 x 16 KB of shared memory per program.
+inline constexpr std::int64_t kNormStridedMaxCols = 8192;
+/// Threads per SM the strided kernel keeps resident, and launches (Tuning::resident_threads): 768. The
+/// one-row kernel it replaces takes 72 to 96 registers; 1024 threads would cap them at 64 and spill.
+inline constexpr int kNormStridedResident = 640;
+
 /// Parameter names of the kernels that take (x, w, b, y, mean, rstd, stride, n, eps).
 inline constexpr const char* kParams[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"};
 

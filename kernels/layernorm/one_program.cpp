@@ -72,10 +72,30 @@ void one_program(const RowCall& call, const Args& a) {
       const int resident = windowed && element_bytes_of<T>() < 4 ? kNormPeeledResident : 0;
       const KernelShape shape = PIECES == 1 ? row_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, resident)
                                             : pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES);
-      Program& p = windowed ? kernel_for<&layernorm_program<T, PIECE, PIECES, true>>(shape, name, params)
-                            : kernel_for<&layernorm_program<T, PIECE, PIECES>>(shape, name, params);
       // `tail`: the last piece's columns (a window's pieces find the row's end from its head instead).
       const Arg tail = windowed ? n : i32(call.cols - (PIECES - 1) * PIECE);
+      // Half rows through windows of several pieces, up to kNormStridedMaxCols: programs striding over the
+      // rows that share a window's offset, w and b staged once per program (layernorm_strided_program).
+      // A window of one tile stays one row per program: strided, it spilled (bench/NOTES.md).
+      const bool strided = windowed && element_bytes_of<T>() < 4 &&
+                           call.opt.tuning.stride_rows.value_or(PIECES > 1 && window <= kNormStridedMaxCols);
+      if (strided) {
+        if constexpr (!std::is_same_v<T, tl::f32>) {
+          static constexpr const char* strided_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps", "n_rows"};
+          auto strided_name = [&] { return "layernorm_strided_" + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""); };
+          // kNormStridedResident threads per SM (Tuning::resident_threads), one launch of them: a program
+          // past what stays resident would run its share of the rows after the others.
+          KernelShape resident_shape = shape;
+          const int resident = call.opt.tuning.resident_threads.value_or(kNormStridedResident);
+          if (resident >= 32 * shape.warps) resident_shape.min_programs = resident / (32 * shape.warps);
+          Program& p = kernel_for<&layernorm_strided_program<T, PIECE, PIECES>>(resident_shape, strided_name, strided_params);
+          launch(call, p, Grid(strided_programs(call, resident_shape, kVectorElements<T>)),
+                 std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, tail, eps, i32(call.rows)});
+        }
+        return;
+      }
+      Program& p = windowed ? kernel_for<&layernorm_program<T, PIECE, PIECES, true>>(shape, name, params)
+                            : kernel_for<&layernorm_program<T, PIECE, PIECES>>(shape, name, params);
       launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, tail, eps});
     });
   });

@@ -15,50 +15,33 @@ namespace tilefuse::kernels {
 
 namespace tl = tilefuse::tl;
 
-/// y = (x - mean) * rstd * w + b per row; writes mean and rstd per row (f32) for a backward pass. The row
-/// is held in registers as PIECES tiles of PIECE columns (RowPieces: a 12288-column row as 3 x 4096, where
-/// one tile would be 16384 wide and a quarter of it masked off): every piece but the last is whole, and
-/// the last holds `tail` = n - (PIECES - 1) * PIECE columns. With PEEL, the row is read through its
-/// aligned window (row_window: x and y in 16-byte runs for widths that are not a multiple of 16 bytes;
-/// w and b then sit off the vector boundary and go element by element, from cache), and the first piece
-/// is masked below the row's first column too.
-template <class T, int PIECE, int PIECES = 1, bool PEEL = false>
-void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
-                       tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
-                       tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps) {
-  static_assert(PIECES >= 1, "tilefuse layernorm_program: a row takes at least one piece.");
+/// LayerNorm two-pass of one row, `row`, held in registers as PIECES tiles of PIECE columns (RowPieces),
+/// through its aligned window with PEEL; `affine(pieces, k)` gives piece k's w and b widened to f32 (loaded
+/// first, before the reductions, with `affine_first`). Writes y, and the row's mean and rstd.
+template <class T, int PIECE, int PIECES, bool PEEL, class Affine>
+void layernorm_row(tl::Ptr<T> x, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> row,
+                   tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps,
+                   bool affine_first, Affine&& affine) {
   // f32 rows are summed as x - x[0] (exact for values near each other), so that a mean of 1e4 against a
   // spread of 1 costs no digits of the centered values. Halves need no shift: at |mean| = 1e4 their own
   // spacing (8 for f16, 64 for bf16) is far above what the f32 sums lose, and the shift would cost a
   // load and a subtraction per element.
   constexpr bool shifted = std::is_same_v<T, tl::f32>;
-  // w and b are loaded before the reductions for f32 rows of one piece, so that their round trip overlaps
-  // them (for 2 x 16 more registers per thread); halves hold twice the elements per thread, and rows of
-  // several pieces (24 or more elements per thread) would double their registers and halve the programs
-  // per SM: they load w and b piece by piece as each is stored (bench/NOTES.md).
-  constexpr bool affine_first = std::is_same_v<T, tl::f32> && PIECES == 1;
   // Half rows are read and written streaming (evicted first), which keeps w and b, loaded per row after
   // the reductions, cached; f32 rows, whose w and b are loaded first, gain nothing from hints
   // (bench/NOTES.md, cache hints).
   constexpr tl::Cache row_cache = shifted ? tl::Cache::normal : tl::Cache::streaming;
   using F32Tile = tl::Tile<tl::f32, PIECE>;
-  auto row = tl::program_id(0);
   auto start = row * stride;
   const RowPieces<T, PIECE, PIECES, PEEL> pieces(start, n, tail);
-  // w and b of piece k, widened.
-  auto affine = [&](int k) {
-    auto at = k * PIECE + (PEEL ? pieces.idx - pieces.head : pieces.idx);
-    auto load = [&](tl::Ptr<T> p) { return tl::cast<tl::f32>(pieces.masked(k, [&](auto... m) { return tl::load(p + at, m...); })); };
-    return std::pair{load(w), load(b)};
-  };
   std::optional<tl::Scalar<tl::f32>> shift;  // x[0] where the row is shifted
   if constexpr (shifted) shift = tl::cast<tl::f32>(tl::load(x + start));
   std::vector<tl::Tile<T, PIECE>> raw;
   for (int k = 0; k < PIECES; ++k)
     raw.push_back(pieces.masked(k, [&](auto... m) { return tl::load(x + pieces.at(k), m..., row_cache); }));
   std::vector<std::pair<F32Tile, F32Tile>> wb;
-  if constexpr (affine_first)
-    for (int k = 0; k < PIECES; ++k) wb.push_back(affine(k));
+  if (affine_first)
+    for (int k = 0; k < PIECES; ++k) wb.push_back(affine(pieces, k));
   // Two passes over the registers: the mean, then the variance of the centered values. Elements off the
   // row are set to 0, so that they add nothing.
   std::vector<F32Tile> xs;
@@ -77,12 +60,67 @@ void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, t
   auto var = tl::sum(squares) / count;
   auto rstd = 1.0 / tl::sqrt(var + eps);
   for (int k = 0; k < PIECES; ++k) {
-    auto [wv, bv] = affine_first ? wb[k] : affine(k);
+    auto [wv, bv] = affine_first ? wb[k] : affine(pieces, k);
     auto out = tl::cast<T>(centered[k] * rstd * wv + bv);
     pieces.masked(k, [&](auto... m) { tl::store(y + pieces.at(k), out, m..., row_cache); });
   }
   tl::store(mean_out + row, shift ? *shift + mean_shifted : mean_shifted);
   tl::store(rstd_out + row, rstd);
+}
+
+/// y = (x - mean) * rstd * w + b per row; writes mean and rstd per row (f32) for a backward pass. The row
+/// is held in registers as PIECES tiles of PIECE columns (RowPieces: a 12288-column row as 3 x 4096, where
+/// one tile would be 16384 wide and a quarter of it masked off): every piece but the last is whole, and
+/// the last holds `tail` = n - (PIECES - 1) * PIECE columns. With PEEL, the row is read through its
+/// aligned window (row_window: x and y in 16-byte runs for widths that are not a multiple of 16 bytes;
+/// w and b then sit off the vector boundary and go element by element, from cache), and the first piece
+/// is masked below the row's first column too.
+template <class T, int PIECE, int PIECES = 1, bool PEEL = false>
+void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                       tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                       tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps) {
+  static_assert(PIECES >= 1, "tilefuse layernorm_program: a row takes at least one piece.");
+  // w and b are loaded before the reductions for f32 rows of one piece, so that their round trip overlaps
+  // them (for 2 x 16 more registers per thread); halves hold twice the elements per thread, and rows of
+  // several pieces (24 or more elements per thread) would double their registers and halve the programs
+  // per SM: they load w and b piece by piece as each is stored (bench/NOTES.md).
+  constexpr bool affine_first = std::is_same_v<T, tl::f32> && PIECES == 1;
+  // w and b of piece k, widened.
+  auto affine = [&](const RowPieces<T, PIECE, PIECES, PEEL>& pieces, int k) {
+    auto at = k * PIECE + (PEEL ? pieces.idx - pieces.head : pieces.idx);
+    auto load = [&](tl::Ptr<T> p) { return tl::cast<tl::f32>(pieces.masked(k, [&](auto... m) { return tl::load(p + at, m...); })); };
+    return std::pair{load(w), load(b)};
+  };
+  layernorm_row<T, PIECE, PIECES, PEEL>(x, y, mean_out, rstd_out, tl::program_id(0), stride, n, tail, eps, affine_first, affine);
+}
+
+/// layernorm_program for rows of halves read through their windows, a program striding over rows pid,
+/// pid + G, ... with G = num_programs(0) a multiple of a vector's elements (the launcher's promise): a
+/// row's offset into its vector is (row * n) % 8, the same for every row of the program, so w and b,
+/// copied once into shared memory at that offset (as each row's window sees them), are read back 16 bytes
+/// at a time for every row, where the one-row program reads them from L2 element by element.
+template <class T, int PIECE, int PIECES>
+void layernorm_strided_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                               tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                               tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> n_rows) {
+  static_assert(!std::is_same_v<T, tl::f32>, "tilefuse layernorm_strided_program: rows of f16 or bf16 (f32 rows are shifted per row).");
+  tl::Stage<T, PIECE * PIECES> ws, bs;
+  {
+    const RowPieces<T, PIECE, PIECES, true> first(tl::program_id(0) * stride, n, tail);
+    for (int k = 0; k < PIECES; ++k) {
+      auto at = k * PIECE + first.idx - first.head;
+      first.masked(k, [&](auto... m) {
+        ws.copy(k * PIECE, w + at, m...);
+        bs.copy(k * PIECE, b + at, m...);
+      });
+    }
+  }
+  auto affine = [&](const RowPieces<T, PIECE, PIECES, true>&, int k) {
+    return std::pair{tl::cast<tl::f32>(ws.template load<PIECE>(k * PIECE)), tl::cast<tl::f32>(bs.template load<PIECE>(k * PIECE))};
+  };
+  tl::for_range(tl::program_id(0), n_rows, tl::num_programs(0), [&](tl::Scalar<tl::i32> row) {
+    layernorm_row<T, PIECE, PIECES, true>(x, y, mean_out, rstd_out, row, stride, n, tail, eps, false, affine);
+  });
 }
 
 /// Each row of the [R, C] tile `v` normalized to mean 0 and variance 1 over the elements in `mask` (n

@@ -24,6 +24,8 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
   }
   if ((cols * element_bytes) % 16 != 0)  // rows that are not whole vectors: the other way of reading them
     add(RowVariant::automatic, [&](Tuning& t) { t.peel = !layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes); });
+  if (cols <= kNormMaxCols && element_bytes < 4 && layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes))
+    for (bool s : {false, true}) add(RowVariant::one_program, [&](Tuning& t) { t.stride_rows = s; });  // half rows through windows
   if (cols <= kStageMaxCols)
     for (int w : {2, 4, 8}) add(RowVariant::staged, [&](Tuning& t) { t.staged_warps = w; });
   if (target.clusters && cols <= kNormClusterMaxCols) add(RowVariant::cluster, none);

@@ -2,6 +2,7 @@
 #include "kernels/rows/launch.hpp"
 #include "kernels/rows/workspace.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tilefuse::kernels {
@@ -45,6 +46,14 @@ SplitPartials split_partials(const RowCall& call, std::int64_t splits, const Arg
   check_vector(call, first_name, first, call.rows * splits);
   check_vector(call, second_name, second, call.rows * splits);
   return {SplitPlan{splits, call.rows}, first, second};
+}
+
+std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int multiple) {
+  const std::int64_t by_rows = (call.rows + multiple - 1) / multiple * multiple;
+  const Target target = call.target();
+  if (!target.gpu) return std::min<std::int64_t>(by_rows, 2 * multiple);  // each program strides over rows, as on a GPU
+  const std::int64_t resident = std::int64_t{std::max(shape.min_programs, 2)} * target.sm_count / multiple * multiple;
+  return std::clamp<std::int64_t>(resident, multiple, by_rows);
 }
 
 StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_bytes, std::int64_t stage_bytes, bool peel,

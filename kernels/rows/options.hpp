@@ -53,6 +53,11 @@ struct Tuning {
   /// rather than row by row; the rule is yes for f32 rows, no for f16/bf16. Packed that way, LayerNorm
   /// packs rows of tiles up to 512 bytes as the softmax does.
   std::optional<bool> stage_rows;
+  /// Whether LayerNorm's f16/bf16 rows read through windows on one program go to programs that stride
+  /// over rows sharing a window's offset, w and b copied once per program into shared memory and read
+  /// from there 16 bytes at a time (layernorm_strided_program); the rule is yes for windows of several
+  /// pieces up to kNormStridedMaxCols columns.
+  std::optional<bool> stride_rows;
 };
 
 /// When the automatic choice of a sample row kernel consults the tuner (kernels/tune/tuner.hpp).

@@ -71,6 +71,8 @@ const std::vector<Knob>& knobs() {
        [](Tuning& t, std::int64_t v) { t.pack_rows = v != 0; }},
       {"stage_rows", [](const Tuning& t) { return t.stage_rows ? std::optional<std::int64_t>(*t.stage_rows) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.stage_rows = v != 0; }},
+      {"stride_rows", [](const Tuning& t) { return t.stride_rows ? std::optional<std::int64_t>(*t.stride_rows) : std::nullopt; },
+       [](Tuning& t, std::int64_t v) { t.stride_rows = v != 0; }},
   };
   return k;
 }

@@ -131,6 +131,15 @@ TEST_F(Gpu, LayerNormRowsOfEveryAlignment) {
   check_layernorm<float>(3, 9, 0.f, RowVariant::split, 2);
 }
 
+// Half rows through windows of several pieces, more rows than the GPU keeps programs: each program strides
+// over rows that share a window's offset, w and b staged once (layernorm_strided_program); ragged counts
+// of rows per program, every offset into a vector.
+TEST_F(Gpu, LayerNormStridedProgramsShareWAndB) {
+  check_layernorm<half>(7001, 2223);
+  check_layernorm<bfloat16>(4099, 3261);
+  check_layernorm<bfloat16>(1003, 5587, 3.f);
+}
+
 // Few wide rows, as layernorm_auto takes them: split over the GPU with the library's workspace, in groups
 // of rows that fit half the L2.
 TEST_F(Gpu, LayerNormFewWideRowsSplitAutomatically) {

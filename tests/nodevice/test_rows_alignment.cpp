@@ -170,12 +170,19 @@ TEST(RowsAlignment, PeeledKernelsMove16BytesPerAccess) {
   EXPECT_EQ(occurrences(plain, "tf_load_vec<"), 0u) << plain;                // element by element
   // The unpeeled kernel's threads take neighbouring elements (runs of 1), not runs of 8 read one by one.
   EXPECT_NE(plain.find("in runs of 1"), std::string::npos) << plain;
-  // LayerNorm: x in and y out in 16-byte runs; w and b, off the window's alignment, element by element.
-  const Program* ln = kernels::layernorm_programs(RowVariant::one_program, ir::DType::bf16, 3261, interpreter(true)).at(0);
-  EXPECT_EQ(ln->name(), "layernorm_peeled_512x7");
-  const std::string ln_src = ln->cuda_source(odd_rows(*ln));
-  EXPECT_EQ(occurrences(ln_src, "tf_load_vec<unsigned, 4"), 7u) << ln_src;  // (with the streaming hint)
-  EXPECT_EQ(occurrences(ln_src, "tf_store_vec<unsigned, 4"), 7u) << ln_src;
+  // LayerNorm: x in and y out in 16-byte runs; w and b, off the window's alignment, element by element
+  // (one row per program), or staged once per program at the offset its rows share and read back 16 bytes
+  // at a time (strided over rows, the rule for windows of several pieces).
+  for (bool stride : {false, true}) {
+    kernels::RowOptions opt = interpreter(true);
+    opt.tuning.stride_rows = stride;
+    const Program* ln = kernels::layernorm_programs(RowVariant::one_program, ir::DType::bf16, 3261, opt).at(0);
+    EXPECT_EQ(ln->name(), stride ? "layernorm_strided_512x7" : "layernorm_peeled_512x7");
+    const std::string ln_src = ln->cuda_source(odd_rows(*ln));
+    EXPECT_EQ(occurrences(ln_src, "tf_load_vec<unsigned, 4, 1>"), 7u) << ln_src;  // x, with the streaming hint
+    EXPECT_EQ(occurrences(ln_src, "tf_store_vec<unsigned, 4, 1>"), 7u) << ln_src;
+    EXPECT_EQ(occurrences(ln_src, "tf_load_vec<unsigned, 4>(reinterpret_cast<const unsigned*>(tf_stage"), stride ? 14u : 0u) << ln_src;  // w, b
+  }
   for (RowVariant v : {RowVariant::looped, RowVariant::split}) {
     for (const Program* p : kernels::softmax_programs(v, ir::DType::f16, 30001, interpreter(true), 4)) {
       const std::string src = p->cuda_source(odd_rows(*p));
@@ -225,14 +232,16 @@ TEST(RowsAlignment, StagedNarrowRowsMatchFloat64) {
 }
 
 TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
-  // Unless tuned: odd f16/bf16 rows through windows from 2 KB, f32 rows on one program and shorter half rows element by
+  // Unless tuned: odd f16/bf16 rows through windows from 2 KB (windows of several pieces up to 8192
+  // columns by programs striding over rows), f32 rows on one program and shorter half rows element by
   // element; several rows per program for tiles up to 128 bytes (f32 rows that are not whole vectors: up
   // to 512 bytes, through shared memory), one per program above.
   const kernels::RowOptions opt{Backend::interpreter};
   auto name = [&](ir::DType t, std::int64_t cols) { return kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0)->name(); };
-  EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_peeled_512x7");  // 6.5 KB, its window in eighths of 4096
-  EXPECT_EQ(name(ir::DType::f16, 1025), "layernorm_peeled_256x5");   // 2050 bytes
-  EXPECT_EQ(name(ir::DType::f16, 1900), "layernorm_peeled_2048");    // a window past 7/8 of its tile: one piece
+  EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_strided_512x7");  // 6.5 KB, its window in eighths of 4096
+  EXPECT_EQ(name(ir::DType::f16, 1025), "layernorm_strided_256x5");   // 2050 bytes
+  EXPECT_EQ(name(ir::DType::f16, 1900), "layernorm_peeled_2048");     // a window past 7/8 of its tile: one piece
+  EXPECT_EQ(name(ir::DType::f16, 9001), "layernorm_peeled_2048x5");   // a window past kNormStridedMaxCols
   EXPECT_EQ(name(ir::DType::f16, 1023), "layernorm_1024");           // 2046 bytes
   EXPECT_EQ(name(ir::DType::f32, 3261), "layernorm_512x7");
   EXPECT_EQ(name(ir::DType::f32, 4105), "layernorm_1024x5");
@@ -253,15 +262,29 @@ TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 136, tuned).at(0)->name(), "layernorm_rows_16x256");
 }
 
+TEST(RowsAlignment, StridedLayerNormMatchesFloat64) {
+  // Half rows through windows of several pieces: 16 programs on the interpreter, each striding over rows
+  // 16 apart (which share a window's offset), w and b staged once per program; row counts that leave
+  // programs with different numbers of rows, and fewer rows than programs.
+  for (std::int64_t cols : {1025, 2223, 3261}) {
+    check_layernorm<half>(53, cols, RowVariant::one_program, true);
+    check_layernorm<bfloat16>(19, cols, RowVariant::one_program, true, 2.f);
+  }
+  check_layernorm<half>(5, 2223, RowVariant::one_program, true);
+  const Program* p = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 2223, interpreter(true)).at(0);
+  EXPECT_EQ(p->name(), "layernorm_strided_512x5");
+}
+
 TEST(RowsAlignment, PeeledLayerNormKeepsItsRowsInFlight) {
   // LayerNorm's half rows through windows of one tile ask for 1024 resident threads (kNormPeeledResident):
-  // every such tile must then fit in 64 registers without spilling. Windows held as pieces ask for none,
-  // and must not spill either.
+  // every such tile must then fit in 64 registers without spilling. Windows held as pieces stride over
+  // rows and ask for 640 (kNormStridedResident), past kNormStridedMaxCols for none, and must not spill
+  // either.
   const kernels::RowOptions opt{Backend::interpreter};
   for (ir::DType t : {ir::DType::f16, ir::DType::bf16})
-    for (std::int64_t cols : {1900, 3700, 7500, 16377, 1025, 3261, 5587}) {  // tiles of 2048 ... 16384, then pieces
+    for (std::int64_t cols : {1900, 3700, 7500, 16377, 1025, 2223, 3261, 5587, 9001}) {  // tiles of 2048 ... 16384, then pieces
       const Program* p = kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0);
-      EXPECT_NE(p->name().find("peeled"), std::string::npos) << p->name();
+      EXPECT_TRUE(p->name().find("peeled") != std::string::npos || p->name().find("strided") != std::string::npos) << p->name();
       const auto info = p->compile(odd_rows(*p), "sm_90");
       EXPECT_EQ(info.spill_bytes, 0) << p->name() << " " << ir::dtype_name(t) << "\n" << info.ptxas_log;
       if (p->name().find('x') == std::string::npos) EXPECT_LE(info.registers, 64) << p->name() << " " << ir::dtype_name(t);
