@@ -1,19 +1,34 @@
 """What the peer scripts (peers_rows.py, peers_matrix.py) share: timing a CUDA call as the C++ bench does,
-with warm-up, CUDA events around each run queued back to back, and the median."""
+with warm-up, CUDA events around each run queued back to back, the median, and (for memory-bound calls)
+operands rotated through enough sets to overflow the L2."""
 import torch
 
 
-def bench_ms(fn, warm=5, runs=30):
-    """Median milliseconds of `runs` calls of fn(), each between two CUDA events, after `warm` calls. The
-    runs are queued back to back and synchronized once at the end, as the C++ bench times its own
-    launches (bench/measure.hpp), so that Python's launch overhead overlaps the GPU's work instead of
-    being timed: synchronizing after each run left the GPU idle while the next call was being launched."""
-    for _ in range(warm):
-        fn()
+def rotation_sets(bytes_per_set, most=64):
+    """Operand sets to rotate through so that their total is at least three times the L2 (2 to `most`), as
+    bench/measure.hpp's rotation_sets: each run then reads its input from memory, not from what the
+    previous run left in the L2."""
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    want = 3 * l2
+    return max(2, min(most, -(-want // max(bytes_per_set, 1))))
+
+
+def bench_rotated_ms(fn, sets, warm=5, runs=30):
+    """Median milliseconds of `runs` calls of fn(i), i rotating over range(sets), each between two CUDA
+    events, after `warm` calls. The runs are queued back to back and synchronized once at the end, as the
+    C++ bench times its own launches (bench/measure.hpp), so that Python's launch overhead overlaps the
+    GPU's work instead of being timed."""
+    for i in range(warm):
+        fn(i % sets)
     torch.cuda.synchronize()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
-    for s, e in events:
-        s.record(); fn(); e.record()
+    for i, (s, e) in enumerate(events):
+        s.record(); fn(i % sets); e.record()
     events[-1][1].synchronize()
     times = sorted(s.elapsed_time(e) for s, e in events)
     return times[len(times) // 2]
+
+
+def bench_ms(fn, warm=5, runs=30):
+    """bench_rotated_ms of fn() on one operand set (compute-bound calls, whose operands' place matters little)."""
+    return bench_rotated_ms(lambda i: fn(), 1, warm, runs)

@@ -1,7 +1,8 @@
 """Peers of tilefuse's row kernels on the same GPU, in the same run as the C++ bench: torch (F.softmax,
 F.layer_norm), torch.compile of each, and Triton one-program-per-row kernels (the row in registers, as
 the Triton tutorials write them; widths up to 65536), each with the time of a device copy of the same
-bytes (x.clone()) for the x-copy ratio. The shapes are the softmax and LayerNorm rows of the bench tables
+bytes (y.copy_(x)) for the x-copy ratio, inputs and outputs rotated past the L2 as the C++ bench rotates
+its own. The shapes are the softmax and LayerNorm rows of the bench tables
 given as arguments (tilefuse_bench --table, and --sweep's table), so every ratio compares one shape.
 Python is needed only for this comparison. Prints one line per row; OUT=dir also writes peers_rows.json.
 
@@ -13,14 +14,14 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from peers_common import bench_ms
+from peers_common import bench_rotated_ms, rotation_sets
 
 dev = "cuda"
 dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
-def bench(fn):
-    return bench_ms(fn) * 1e3  # us
+def bench(fn, sets):
+    return bench_rotated_ms(fn, sets) * 1e3  # us
 
 
 @triton.jit
@@ -67,32 +68,34 @@ def main():
     rows = []
     for kernel, R, C, d in shapes_of(sys.argv[1:]):
         dt = dtypes[d]
-        x = torch.randn(R, C, device=dev, dtype=dt)
-        y = torch.empty_like(x)
+        # Inputs and outputs rotated past the L2, as the C++ bench rotates its own (bench/measure.hpp).
+        sets = rotation_sets(2 * R * C * torch.tensor([], dtype=dt).element_size())
+        xs = [torch.randn(R, C, device=dev, dtype=dt) for _ in range(sets)]
+        ys = [torch.empty_like(xs[0]) for _ in range(sets)]
         w, b = torch.randn(C, device=dev, dtype=dt), torch.randn(C, device=dev, dtype=dt)
-        copy = bench(lambda: x.clone())
+        copy = bench(lambda i: ys[i].copy_(xs[i]), sets)
         if kernel == "softmax":
-            impls = {"torch": lambda: F.softmax(x, dim=-1), "torch.compile": torch.compile(lambda t: F.softmax(t, dim=-1))}
+            compiled = torch.compile(lambda t: F.softmax(t, dim=-1))
+            impls = {"torch": lambda i: F.softmax(xs[i], dim=-1), "torch.compile": lambda i: compiled(xs[i])}
         else:
-            impls = {"torch": lambda: F.layer_norm(x, (C,), w, b, 1e-5),
-                     "torch.compile": torch.compile(lambda t: F.layer_norm(t, (C,), w, b, 1e-5))}
+            compiled = torch.compile(lambda t: F.layer_norm(t, (C,), w, b, 1e-5))
+            impls = {"torch": lambda i: F.layer_norm(xs[i], (C,), w, b, 1e-5), "torch.compile": lambda i: compiled(xs[i])}
         block = triton.next_power_of_2(C)
         if block <= 65536:
             warps = 4 if block <= 2048 else 8 if block <= 8192 else 16
             if kernel == "softmax":
-                impls["Triton one program per row"] = lambda: softmax_row[(R,)](x, y, C, BLOCK=block, num_warps=warps)
+                impls["Triton one program per row"] = lambda i: softmax_row[(R,)](xs[i], ys[i], C, BLOCK=block, num_warps=warps)
             else:
-                impls["Triton one program per row"] = lambda: layernorm_row[(R,)](x, w, b, y, C, 1e-5, BLOCK=block, num_warps=warps)
+                impls["Triton one program per row"] = lambda i: layernorm_row[(R,)](xs[i], w, b, ys[i], C, 1e-5, BLOCK=block, num_warps=warps)
         for name, fn in impls.items():
             try:
-                call = (lambda f=fn: f(x)) if name == "torch.compile" else fn
-                us = bench(call)
+                us = bench(fn, sets)
             except Exception as e:  # a peer that cannot run this shape is reported, not fatal
                 print(f"{kernel:10s} {name:28s} {R}x{C} {d}: failed: {type(e).__name__}: {str(e)[:80]}", flush=True)
                 continue
             rows.append(dict(kernel=kernel, impl=name, shape=f"{R}x{C}", dtype=d, us=us, copy_us=copy, x_copy=copy / us))
             print(f"{kernel:10s} {name:28s} {R}x{C:<10d} {d:5s} {us:10.2f} us  x copy {copy / us:5.2f}", flush=True)
-        del x, y
+        del xs, ys
         torch.cuda.empty_cache()
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "peers_rows.json"), "w") as f:
