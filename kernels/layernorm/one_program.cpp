@@ -40,7 +40,6 @@ void one_program(const RowCall& call, const Args& a) {
       });
       return;
     }
-    static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps"};
     const bool peel = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     // Rows that are not whole vectors: through their aligned windows, where the window fits one program.
     const std::int64_t window = window_cols(call.cols, element_bytes_of<T>());
@@ -94,6 +93,7 @@ void one_program(const RowCall& call, const Args& a) {
         }
         return;
       }
+      static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps"};
       Program& p = windowed ? kernel_for<&layernorm_program<T, PIECE, PIECES, true>>(shape, name, params)
                             : kernel_for<&layernorm_program<T, PIECE, PIECES>>(shape, name, params);
       launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, tail, eps});
