@@ -49,8 +49,9 @@ inline constexpr std::int64_t kNormPackedRowBytes = 128;
 /// Widest window (columns) of half rows that LayerNorm's one-program kernel strides over rows for
 /// (Tuning::stride_rows): w and b of such a window take 2 x 16 KB of shared memory per program.
 inline constexpr std::int64_t kNormStridedMaxCols = 8192;
-/// Threads per SM the strided kernel keeps resident, and launches (Tuning::resident_threads): 768. The
-/// one-row kernel it replaces takes 72 to 96 registers; 1024 threads would cap them at 64 and spill.
+/// Threads per SM the strided kernel keeps resident, and launches (Tuning::resident_threads): 640, which
+/// leaves it 96 registers. The one-row kernel it replaces takes 72 to 96; 768 threads capped the strided
+/// one at 80 and spilled (bench/NOTES.md).
 inline constexpr int kNormStridedResident = 640;
 
 /// Parameter names of the kernels that take (x, w, b, y, mean, rstd, stride, n, eps).

@@ -85,8 +85,7 @@ void one_program(const RowCall& call, const Args& a) {
           // kNormStridedResident threads per SM (Tuning::resident_threads), one launch of them: a program
           // past what stays resident would run its share of the rows after the others.
           KernelShape resident_shape = shape;
-          const int resident = call.opt.tuning.resident_threads.value_or(kNormStridedResident);
-          if (resident >= 32 * shape.warps) resident_shape.min_programs = resident / (32 * shape.warps);
+          resident_shape.min_programs = resident_programs(call.opt.tuning, kNormStridedResident, shape.warps);
           Program& p = kernel_for<&layernorm_strided_program<T, PIECE, PIECES>>(resident_shape, strided_name, strided_params);
           launch(call, p, Grid(strided_programs(call, resident_shape, kVectorElements<T>)),
                  std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, tail, eps, i32(call.rows)});

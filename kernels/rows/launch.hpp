@@ -130,13 +130,13 @@ struct StagedPlan {
 StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_bytes, std::int64_t stage_bytes, bool peel,
                        const char* alternative);
 
-/// An i32 scalar argument.
 /// Programs of a kernel that strides over rows in steps of its program count, which must be a multiple
 /// of `multiple`: as many as `shape` keeps resident on the GPU (shape.min_programs per SM, 2 when it asks
 /// for none), rounded down to a multiple, at most the rows rounded up to one (on the interpreter: two
 /// multiples at most, so that its programs too stride over several rows).
 std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int multiple);
 
+/// An i32 scalar argument.
 inline Arg i32(std::int64_t v) { return Arg::of_i32(static_cast<std::int32_t>(v)); }
 
 }  // namespace tilefuse::kernels

@@ -28,6 +28,8 @@ void check_range(const std::optional<T>& v, T lo, T hi, bool pow2, const char* f
 
 }  // namespace
 
+int resident_programs(const Tuning& tuning, int resident_rule, int warps) { return min_programs(resident_threads(tuning, resident_rule), warps); }
+
 const char* variant_name(RowVariant v) {
   switch (v) {
     case RowVariant::automatic: return "automatic";
@@ -89,7 +91,7 @@ int row_elements_per_thread(const Tuning& tuning, int element_bytes, std::int64_
 
 KernelShape row_shape(const Tuning& tuning, int element_bytes, std::int64_t block, int resident_rule) {
   const int warps = row_warps(block, row_elements_per_thread(tuning, element_bytes, block));
-  return KernelShape{warps, min_programs(resident_threads(tuning, resident_rule), warps)};
+  return KernelShape{warps, resident_programs(tuning, resident_rule, warps)};
 }
 
 // 16 elements per thread for every dtype: 32 halves per thread made the looped softmax slower (bench/NOTES.md).
@@ -104,15 +106,14 @@ KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t p
   // row_elements_per_thread for one piece).
   while (per_piece > 1 && per_piece * pieces > 16 && piece / per_piece < 64) per_piece /= 2;
   const int warps = row_warps(piece, per_piece);
-  return KernelShape{warps, min_programs(resident_threads(tuning, 0), warps)};
+  return KernelShape{warps, resident_programs(tuning, 0, warps)};
 }
 
 KernelShape staged_shape(const Tuning& tuning, std::int64_t stage_bytes, int warps_rule) {
   const int warps = tuning.staged_warps.value_or(warps_rule);
   const std::int64_t by_shared = (228 * 1024) / (stage_bytes + 1024);
-  const int threads = 32 * warps;
-  const int resident = resident_threads(tuning, static_cast<int>(std::min<std::int64_t>(2048, by_shared * threads)));
-  return KernelShape{warps, resident > threads ? resident / threads : 0, 1, tuning.shared_carveout.value_or(100)};
+  const int rule = static_cast<int>(std::min<std::int64_t>(2048, by_shared * 32 * warps));
+  return KernelShape{warps, resident_programs(tuning, rule, warps), 1, tuning.shared_carveout.value_or(100)};
 }
 
 ClusterSplit cluster_split(const char* kernel, const char* alternative, std::int64_t rows, std::int64_t cols,
@@ -180,7 +181,7 @@ bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes) {
   return (cols * element_bytes) % 16 != 0 && tuning.stage_rows.value_or(element_bytes >= 4);
 }
 
-KernelShape packed_shape(const Tuning& tuning) { return KernelShape{4, min_programs(resident_threads(tuning, 0), 4)}; }
+KernelShape packed_shape(const Tuning& tuning) { return KernelShape{4, resident_programs(tuning, 0, 4)}; }
 
 std::int64_t window_cols(std::int64_t cols, int element_bytes) { return cols + 16 / element_bytes - 1; }
 

@@ -41,6 +41,10 @@ int row_elements_per_thread(const Tuning& tuning, int element_bytes, std::int64_
 /// `resident_rule` threads per SM (0: none) unless Tuning::resident_threads says otherwise.
 KernelShape row_shape(const Tuning& tuning, int element_bytes, std::int64_t block, int resident_rule = 0);
 
+/// Programs of `warps` warps per SM that the launch bounds ask room for: Tuning::resident_threads, else
+/// `resident_rule`, threads per SM (0: no request), as row_shape asks them.
+int resident_programs(const Tuning& tuning, int resident_rule, int warps);
+
 /// A kernel that loops over a row in pieces of `block`: 16 elements per thread for every dtype (the
 /// 64-byte rule of row_shape is for rows held in registers).
 KernelShape looped_shape(const Tuning& tuning, std::int64_t block);

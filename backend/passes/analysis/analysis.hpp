@@ -58,6 +58,11 @@ struct AxisInfo {
 /// only for positive arguments (see Specialization), so such an argument is at least its divisibility.
 std::vector<AxisInfo> analyze_axis_info(const ir::Function& fn, const std::vector<int>& param_divisibility);
 
+/// Elements of `bytes` each that an access through pointers with axis info `info` provably moves at once:
+/// runs of that many contiguous elements at an address divisible by their bytes, 16 bytes at most (the
+/// rule of both the 1D layouts and the 2D loads' layouts).
+int provable_run(const AxisInfo& info, int bytes);
+
 /// Layout choice for every 1D tile size in `fn` with `threads` threads: runs as long as the widest access
 /// of that size that `axis` proves contiguous and aligned (at most 16 bytes; stage accesses always 16).
 std::map<std::int64_t, TileLayout> choose_layouts(const ir::Function& fn, int threads, const std::vector<AxisInfo>& axis);

@@ -7,18 +7,11 @@
 
 namespace tilefuse::passes {
 
-namespace {
-
-// Elements per access that the analysis proves a global access through `ptr` may move at once: runs of
-// that many contiguous elements starting at an address divisible by their bytes, 16 bytes at most.
-int provable_width(const ir::ValueType& p, const AxisInfo& info) {
-  const int bytes = ir::dtype_bytes(p.dtype);
-  int w = 16 / bytes;
+int provable_run(const AxisInfo& info, int bytes) {
+  int w = std::max(1, 16 / bytes);
   while (w > 1 && (info.contiguity < w || info.divisibility < std::int64_t{w} * bytes)) w /= 2;
   return w;
 }
-
-}  // namespace
 
 std::map<std::int64_t, TileLayout> choose_layouts(const ir::Function& fn, int threads, const std::vector<AxisInfo>& axis) {
   // Widest useful run per tile size: the widest access of that size that can move its run at once (16
@@ -40,7 +33,7 @@ std::map<std::int64_t, TileLayout> choose_layouts(const ir::Function& fn, int th
     const ir::ValueType& p = fn.values[in.args[0]];
     if (p.rank != 1) return;
     int& w = widest[p.dims[0]];
-    w = std::max(w, provable_width(p, axis[in.args[0]]));
+    w = std::max(w, provable_run(axis[in.args[0]], ir::dtype_bytes(p.dtype)));
   });
   std::map<std::int64_t, TileLayout> out;
   for (const auto& [n, w] : widest) {

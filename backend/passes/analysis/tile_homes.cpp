@@ -53,17 +53,6 @@ class TilePlanner {
     return true;
   }
 
-  // Elements of a tile of type `t` that a global access through pointers `ptr` provably moves at once:
-  // runs of that many contiguous elements at an address divisible by their bytes, 16 bytes at most (the
-  // 1D layouts' rule, layout.cpp).
-  int provable_run(const ir::ValueType& t, ir::ValueId ptr) const {
-    const int bytes = t.dtype == ir::DType::i1 ? 4 : ir::dtype_bytes(t.dtype);
-    const AxisInfo& info = a_.axis[ptr];
-    int w = std::max(1, 16 / bytes);
-    while (w > 1 && (info.contiguity < w || info.divisibility < std::int64_t{w} * bytes)) w /= 2;
-    return w;
-  }
-
   TileHome& home(ir::ValueId v) { return a_.home[v]; }
   bool in_registers(ir::ValueId v) const { return a_.home[v].where == Where::registers && known_[v]; }
 
@@ -96,7 +85,8 @@ class TilePlanner {
           home(in.result) = TileHome{Where::shared, {}};
           return;
         }
-        return set(in.result, access_layout(t, provable_run(t, in.args[0]), warps_));
+        // (i1 tiles are laid out as 4-byte elements, as default_layout lays them)
+        return set(in.result, access_layout(t, provable_run(a_.axis[in.args[0]], t.dtype == ir::DType::i1 ? 4 : ir::dtype_bytes(t.dtype)), warps_));
       case ir::Family::stage:  // a gather: the blocked layout, like a global load (gathers of odd rows
         // in 16-byte runs measured faster than lane-spaced: bench/NOTES.md, narrow rows in lane-spaced runs)
         return set(in.result, default_layout(t, warps_));
