@@ -8,31 +8,25 @@ namespace tilefuse::kernels {
 
 std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
   const Target target = tilefuse::target(opt.backend);
-  std::vector<RowConfig> space{{RowVariant::automatic, opt.tuning}};  // the rules: the default, first
-  auto add = [&](RowVariant v, auto&& edit) {
-    RowConfig c{v, opt.tuning};
-    edit(c.tuning);
-    space.push_back(c);
-  };
-  auto none = [](Tuning&) {};
+  RowSpace space(opt.tuning);  // the rules, the default, first
   if (cols <= kNormMaxCols) {
-    add(RowVariant::one_program, none);
-    for (int e : {8, 16, 32}) add(RowVariant::one_program, [&](Tuning& t) { t.row_elements = e; });
-    for (int r : {1024, 2048}) add(RowVariant::one_program, [&](Tuning& t) { t.resident_threads = r; });
+    space.add(RowVariant::one_program);
+    for (int e : {8, 16, 32}) space.add(RowVariant::one_program, [&](Tuning& t) { t.row_elements = e; });
+    for (int r : {1024, 2048}) space.add(RowVariant::one_program, [&](Tuning& t) { t.resident_threads = r; });
     if (packed_rows(Tuning{}, cols, element_bytes))  // narrow rows: the other way of holding them
-      add(RowVariant::one_program, [&](Tuning& t) { t.pack_rows = !packed_rows(opt.tuning, cols, element_bytes, layernorm_launch::kNormPackedRowBytes); });
+      space.add(RowVariant::one_program, [&](Tuning& t) { t.pack_rows = !packed_rows(opt.tuning, cols, element_bytes, layernorm_launch::kNormPackedRowBytes); });
   }
   if ((cols * element_bytes) % 16 != 0)  // rows that are not whole vectors: the other way of reading them
-    add(RowVariant::automatic, [&](Tuning& t) { t.peel = !layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes); });
+    space.add(RowVariant::automatic, [&](Tuning& t) { t.peel = !layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes); });
   if (cols <= kNormMaxCols && element_bytes < 4 && layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes))
-    for (bool s : {false, true}) add(RowVariant::one_program, [&](Tuning& t) { t.stride_rows = s; });  // half rows through windows
+    for (bool s : {false, true}) space.add(RowVariant::one_program, [&](Tuning& t) { t.stride_rows = s; });  // half rows through windows
   if (cols <= kStageMaxCols)
-    for (int w : {2, 4, 8}) add(RowVariant::staged, [&](Tuning& t) { t.staged_warps = w; });
-  if (target.clusters && cols <= kNormClusterMaxCols) add(RowVariant::cluster, none);
-  add(RowVariant::looped, none);
-  if (cols >= 2 * layernorm_launch::kLoopBlock) add(RowVariant::split, none);
+    for (int w : {2, 4, 8}) space.add(RowVariant::staged, [&](Tuning& t) { t.staged_warps = w; });
+  if (target.clusters && cols <= kNormClusterMaxCols) space.add(RowVariant::cluster);
+  space.add(RowVariant::looped);
+  if (cols >= 2 * layernorm_launch::kLoopBlock) space.add(RowVariant::split);
   (void)rows;
-  return space;
+  return std::move(space).configs();
 }
 
 TuneReport detail::tune_layernorm(const NormArgs& args, const RowOptions& opt) {

@@ -11,32 +11,26 @@ namespace tilefuse::kernels {
 
 std::vector<RowConfig> softmax_space(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
   const Target target = tilefuse::target(opt.backend);
-  std::vector<RowConfig> space{{RowVariant::automatic, opt.tuning}};  // the rules: the default, first
-  auto add = [&](RowVariant v, auto&& edit) {
-    RowConfig c{v, opt.tuning};
-    edit(c.tuning);
-    space.push_back(c);
-  };
-  auto none = [](Tuning&) {};
+  RowSpace space(opt.tuning);  // the rules, the default, first
   if (cols <= kSoftmaxMaxCols) {
-    add(RowVariant::one_program, none);
-    for (int e : {8, 16, 32}) add(RowVariant::one_program, [&](Tuning& t) { t.row_elements = e; });
-    if (packed_rows(opt.tuning, cols, element_bytes)) add(RowVariant::one_program, [](Tuning& t) { t.pack_rows = false; });
+    space.add(RowVariant::one_program);
+    for (int e : {8, 16, 32}) space.add(RowVariant::one_program, [&](Tuning& t) { t.row_elements = e; });
+    if (packed_rows(opt.tuning, cols, element_bytes)) space.add(RowVariant::one_program, [](Tuning& t) { t.pack_rows = false; });
   }
-  if (peeled(opt.tuning, cols, element_bytes)) add(RowVariant::automatic, [](Tuning& t) { t.peel = false; });
+  if (peeled(opt.tuning, cols, element_bytes)) space.add(RowVariant::automatic, [](Tuning& t) { t.peel = false; });
   if (softmax_staged_fits(cols, element_bytes, opt.backend, opt.tuning) || cols <= kSoftmaxStagedMaxCols)
     for (int w : {1, 2, 4})
       for (std::int64_t s : {32768, 65536})
-        add(RowVariant::staged, [&](Tuning& t) {
+        space.add(RowVariant::staged, [&](Tuning& t) {
           t.staged_warps = w;
           t.stage_bytes = s;
         });
-  if (target.clusters && cols <= kSoftmaxClusterMaxCols) add(RowVariant::cluster, none);
-  add(RowVariant::looped, none);
-  for (int k : {1, 2, 4}) add(RowVariant::looped, [&](Tuning& t) { t.looped_programs_per_sm = k; });
-  if (cols >= 2 * softmax_launch::kLoopBlock) add(RowVariant::split, none);
+  if (target.clusters && cols <= kSoftmaxClusterMaxCols) space.add(RowVariant::cluster);
+  space.add(RowVariant::looped);
+  for (int k : {1, 2, 4}) space.add(RowVariant::looped, [&](Tuning& t) { t.looped_programs_per_sm = k; });
+  if (cols >= 2 * softmax_launch::kLoopBlock) space.add(RowVariant::split);
   (void)rows;
-  return space;
+  return std::move(space).configs();
 }
 
 TuneReport detail::tune_softmax(const SoftmaxArgs& args, const RowOptions& opt) {

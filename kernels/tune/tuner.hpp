@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/runtime/args.hpp"
@@ -26,6 +27,27 @@ namespace tilefuse::kernels {
 struct RowConfig {
   RowVariant variant = RowVariant::automatic;
   Tuning tuning;
+};
+
+/// A family's configuration space as its tuner lists it: the rules first (RowVariant::automatic on the
+/// caller's tuning), then each candidate, a variant on that tuning with an edit.
+class RowSpace {
+ public:
+  explicit RowSpace(const Tuning& base) : base_(base), configs_{{RowVariant::automatic, base}} {}
+  /// `variant` on the caller's tuning as `edit(Tuning&)` changes it.
+  template <class Edit>
+  void add(RowVariant variant, Edit&& edit) {
+    RowConfig c{variant, base_};
+    edit(c.tuning);
+    configs_.push_back(c);
+  }
+  /// `variant` on the caller's tuning.
+  void add(RowVariant variant) { configs_.push_back({variant, base_}); }
+  std::vector<RowConfig> configs() && { return std::move(configs_); }
+
+ private:
+  Tuning base_;
+  std::vector<RowConfig> configs_;
 };
 
 /// A configuration as text ("looped looped_programs_per_sm=2"), as records and reports write it.

@@ -116,7 +116,7 @@ struct DebugBounds {
 };
 
 // Reads 256 elements from `in` with no mask (past the end when n < 256); writes `out` with `limit` as the mask.
-void overreach(tl::Ptr<const tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> limit) {
+void overreach(tl::Ptr<const tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> /*n*/, tl::Scalar<tl::i32> limit) {
   auto i = tl::arange<256>();
   auto x = tl::load(in + i);
   tl::store(out + i, x + 1.0f, i < limit);

@@ -287,7 +287,9 @@ TEST(RowsAlignment, PeeledLayerNormKeepsItsRowsInFlight) {
       EXPECT_TRUE(p->name().find("peeled") != std::string::npos || p->name().find("strided") != std::string::npos) << p->name();
       const auto info = p->compile(odd_rows(*p), "sm_90");
       EXPECT_EQ(info.spill_bytes, 0) << p->name() << " " << ir::dtype_name(t) << "\n" << info.ptxas_log;
-      if (p->name().find('x') == std::string::npos) EXPECT_LE(info.registers, 64) << p->name() << " " << ir::dtype_name(t);
+      if (p->name().find('x') == std::string::npos) {
+        EXPECT_LE(info.registers, 64) << p->name() << " " << ir::dtype_name(t);
+      }
     }
 }
 
