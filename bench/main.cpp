@@ -35,7 +35,9 @@ void write_table(const std::string& path) {
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   os << "Device: " << device << "; date " << date << "; NVRTC " << nvrtc::version()
-     << ". Medians of CUDA-event-timed runs, inputs rotated past the L2; GB/s counts bytes read + written "
+     << ". Medians of CUDA-event-timed runs"
+     << (bench::burst_launches() > 1 ? " (each a burst of " + std::to_string(bench::burst_launches()) + " launches between one pair of events, divided by it)" : std::string())
+     << ", inputs rotated past the L2; GB/s counts bytes read + written "
         "(the unfused row counts its own 4x bytes); x copy = device-copy time of the same bytes / this time.\n\n";
   os << "| kernel | impl | shape | dtype | time (us) | GB/s | x copy | note |\n|---|---|---|---|---:|---:|---:|---|\n";
   char buf[512];
@@ -104,8 +106,9 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--help") {
-        std::printf("tilefuse_bench [--smoke] [--table results.md] [--sweep N [--sweep-seed S] [--sweep-variant V]] [tuning flags]\n"
-                    "  [google benchmark flags]\n"
+        std::printf("tilefuse_bench [--smoke] [--table results.md] [--sweep N [--sweep-seed S] [--sweep-variant V]] [--burst N]\n"
+                    "  [tuning flags] [google benchmark flags]\n"
+                    "--burst N: time bursts of N launches between one pair of events (default: events around each launch)\n"
                     "--sweep-variant: automatic (default), one_program, looped, split, cluster or staged; shapes the\n"
                     "  variant does not take are skipped\n"
                     "tuning flags (kernels::Tuning; unset: each kernel's rule): --row-elements N, --resident-threads N,\n"
@@ -118,6 +121,11 @@ int main(int argc, char** argv) {
       else if (a == "--sweep" && i + 1 < argc) sweep = std::stoi(argv[++i]);
       else if (a == "--sweep-seed" && i + 1 < argc) sweep_seed = std::stoull(argv[++i]);
       else if (a == "--sweep-variant" && i + 1 < argc) r.sweep_variant = bench::variant_named(argv[++i]);
+      else if (a == "--burst" && i + 1 < argc) {
+        bench::burst_launches() = std::stoi(argv[++i]);
+        if (bench::burst_launches() < 1 || bench::burst_launches() > 1000)
+          throw std::invalid_argument("--burst: expected 1 to 1000 launches between a pair of events, got " + std::string(argv[i]));
+      }
       else if (a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && i + 1 < argc && bench::tuning_flag(a, argv[i + 1], r.tuning)) ++i;
       else rest.push_back(argv[i]);
     }

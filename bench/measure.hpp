@@ -27,20 +27,31 @@ inline int rotation_sets(std::size_t bytes_per_set) {
   return static_cast<int>(std::clamp<std::size_t>(sets, 2, 64));
 }
 
-/// Times launch(set) with events around each launch on `stream`, rotating set over [0, sets).
+/// Launches timed between one pair of events (0: each launch between its own, the default). With N, a
+/// run's time is that of a burst of N launches back to back, divided by N: no event stands between two
+/// launches of a burst (tilefuse_bench --burst N, bench_rotated_ms's `burst` for the peers).
+inline int& burst_launches() {
+  static int n = 0;
+  return n;
+}
+
+/// Times launch(set) with events around each launch on `stream` (or around bursts of burst_launches()
+/// launches), rotating set over [0, sets).
 template <class Launch>
 Timing time_launches(Launch&& launch, int sets, void* stream, int warmup = 20, int runs = 200) {
   for (int i = 0; i < warmup; ++i) launch(i % sets);
   driver::synchronize();
+  const int burst = std::max(1, burst_launches());
+  if (burst > 1) runs = std::max(5, runs / burst);  // about as many launches as one by one
   std::vector<driver::Event> starts(runs), stops(runs);
-  for (int i = 0; i < runs; ++i) {
+  for (int i = 0, set = 0; i < runs; ++i) {
     starts[i].record(stream);
-    launch(i % sets);
+    for (int k = 0; k < burst; ++k) launch(set++ % sets);
     stops[i].record(stream);
   }
   stops.back().synchronize();
   std::vector<double> us(runs);
-  for (int i = 0; i < runs; ++i) us[i] = 1000.0 * driver::Event::elapsed_ms(starts[i], stops[i]);
+  for (int i = 0; i < runs; ++i) us[i] = 1000.0 * driver::Event::elapsed_ms(starts[i], stops[i]) / burst;
   std::sort(us.begin(), us.end());
   return Timing{us[runs / 2], us.front(), us.back(), runs};
 }
