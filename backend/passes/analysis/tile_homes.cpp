@@ -16,6 +16,9 @@ namespace tilefuse::passes {
 
 namespace {
 
+// Bytes an element of tile type `t` takes in a layout: masks (i1) are laid out as 4-byte elements.
+int layout_bytes(const ir::ValueType& t) { return t.dtype == ir::DType::i1 ? 4 : ir::dtype_bytes(t.dtype); }
+
 class TilePlanner {
  public:
   TilePlanner(const ir::Function& fn, Analysis& a) : fn_(fn), a_(a), warps_(a.threads / 32), uses_(fn.values.size()) {}
@@ -85,8 +88,7 @@ class TilePlanner {
           home(in.result) = TileHome{Where::shared, {}};
           return;
         }
-        // (i1 tiles are laid out as 4-byte elements, as default_layout lays them)
-        return set(in.result, access_layout(t, provable_run(a_.axis[in.args[0]], t.dtype == ir::DType::i1 ? 4 : ir::dtype_bytes(t.dtype)), warps_));
+        return set(in.result, access_layout(t, provable_run(a_.axis[in.args[0]], layout_bytes(t)), warps_));
       case ir::Family::stage:  // a gather: the blocked layout, like a global load (gathers of odd rows
         // in 16-byte runs measured faster than lane-spaced: bench/NOTES.md, narrow rows in lane-spaced runs)
         return set(in.result, default_layout(t, warps_));
@@ -198,8 +200,7 @@ bool on_warpgroups(const TileLayout2& l) { return l.mma && l.dims[0] / l.warps_m
 TileLayout2 default_layout(const ir::ValueType& t, int warps) { return access_layout(t, 0, warps); }
 
 TileLayout2 access_layout(const ir::ValueType& t, int run, int warps) {
-  const int bytes = t.dtype == ir::DType::i1 ? 4 : ir::dtype_bytes(t.dtype);
-  const int vector = std::max(1, 16 / bytes);
+  const int vector = std::max(1, 16 / layout_bytes(t));
   return blocked_layout(t.rank, {static_cast<int>(t.dims[0]), static_cast<int>(t.dims[1])}, vector, warps, run);
 }
 
