@@ -15,6 +15,7 @@
 #include "backend/driver/driver.hpp"
 #include "backend/runtime/buffer.hpp"
 #include "bench/measure.hpp"
+#include "bench/peer_cubins.hpp"
 #include "kernels/reference.hpp"
 #include "kernels/rows/options.hpp"
 
@@ -100,6 +101,31 @@ struct RowCase {
     return false;
   }
 };
+
+/// The peer CUBIN's row of a shape (tilefuse_bench --peer-cubins), when the manifest has one: launched
+/// once on set 0, poisoned first, and checked against `ref` as ours is (a wrong result fails the run, as
+/// ours would), then timed on the same rotated sets with the same bursts. launch(kernel, set) launches it.
+template <class H, class Launch>
+void add_peer_row(RowCase<H>& rc, const char* kernel, std::int64_t rows, std::int64_t cols, const char* dtype, const std::vector<double>& ref,
+                  double copy_us, double moved, int runs, Launch&& launch) {
+  const PeerCubin* peer = find_peer_cubin(kernel, rows, cols, dtype);
+  if (!peer) return;
+  const PeerKernel k(*peer);
+  rc.ys[0].fill_bytes(0xff, rc.handle());
+  launch(k, 0);
+  rc.stream->synchronize();
+  const double err = reference::relative_error<H>(rc.ys[0].download(), ref);
+  char note[96];
+  std::snprintf(note, sizeof note, "rel err %.1e vs float64", err);
+  if (!(err <= reference::tolerance<H>())) {
+    std::fprintf(stderr, "tilefuse_bench: the peer CUBIN %s (%s %lldx%lld %s) gave a wrong result, rel err %g\n", peer->path.c_str(), kernel,
+                 static_cast<long long>(rows), static_cast<long long>(cols), dtype, err);
+    run().failed = true;
+    return;
+  }
+  const Timing t = time_launches([&](int s) { launch(k, s); }, rc.sets, rc.handle(), 20, runs);
+  add_row(kernel, PeerKernel::impl(), std::to_string(rows) + "x" + std::to_string(cols), dtype, t.median_us, moved, copy_us, note);
+}
 
 /// One bench row of a family's variant table: a variant (split and cluster over `splits` programs per row;
 /// 0: the launcher's choice) on a shape.

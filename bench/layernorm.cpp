@@ -55,6 +55,10 @@ void norm(benchmark::State& state, const Case& k) {
   std::snprintf(note, sizeof note, "%srel err %.1e vs float64", twice ? "reads the row twice (1.5x the bytes); " : "", err);
   add_row(k.rms ? "rmsnorm" : "layernorm", k.rms ? "tilefuse one program per row" : case_impl(info(k.variant), k), shape, k.dtype,
           t.median_us, moved, c, note);
+  if (!k.rms && k.variant == RowVariant::one_program)
+    add_peer_row(rc, "layernorm", k.rows, k.cols, k.dtype, ref, c, moved, runs, [&](const PeerKernel& p, int s) {
+      p.layernorm(rc.xs[s].device_ptr(), w.device_ptr(), b.device_ptr(), rc.ys[s].device_ptr(), rc.handle());
+    });
 }
 
 }  // namespace

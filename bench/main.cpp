@@ -36,7 +36,9 @@ void write_table(const std::string& path) {
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   os << "Device: " << device << "; date " << date << "; NVRTC " << nvrtc::version()
      << ". Medians of CUDA-event-timed runs"
-     << (bench::burst_launches() > 1 ? " (each a burst of " + std::to_string(bench::burst_launches()) + " launches between one pair of events, divided by it)" : std::string())
+     << (bench::burst_launches() > 1 ? " (rows, epilogues and the sweep: each run a burst of " + std::to_string(bench::burst_launches()) +
+                                          " launches between one pair of events, divided by it; matrix kernels: each launch between its own)"
+                                    : std::string(" (each launch between its own pair of events)"))
      << ", inputs rotated past the L2; GB/s counts bytes read + written "
         "(the unfused row counts its own 4x bytes); x copy = device-copy time of the same bytes / this time.\n\n";
   os << "| kernel | impl | shape | dtype | time (us) | GB/s | x copy | note |\n|---|---|---|---|---:|---:|---:|---|\n";
@@ -106,9 +108,12 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--help") {
-        std::printf("tilefuse_bench [--smoke] [--table results.md] [--sweep N [--sweep-seed S] [--sweep-variant V]] [--burst N]\n"
+        std::printf("tilefuse_bench [--smoke] [--table results.md] [--sweep N [--sweep-seed S] [--sweep-variant V]] [--burst N] [--peer-cubins FILE]\n"
                     "  [tuning flags] [google benchmark flags]\n"
-                    "--burst N: time bursts of N launches between one pair of events (default: events around each launch)\n"
+                    "--burst N: the row, epilogue and sweep benchmarks time bursts of N launches between one pair of events\n"
+                    "  (default 20; 1: events around each launch); the matrix kernels always time each launch\n"
+                    "--peer-cubins FILE: also time the peers' row kernels listed in FILE (bench/peers_rows.py with\n"
+                    "  CUBINS=DIR writes DIR/manifest.txt) on the same buffers, each beside ours\n"
                     "--sweep-variant: automatic (default), one_program, looped, split, cluster or staged; shapes the\n"
                     "  variant does not take are skipped\n"
                     "tuning flags (kernels::Tuning; unset: each kernel's rule): --row-elements N, --resident-threads N,\n"
@@ -121,6 +126,7 @@ int main(int argc, char** argv) {
       else if (a == "--sweep" && i + 1 < argc) sweep = std::stoi(argv[++i]);
       else if (a == "--sweep-seed" && i + 1 < argc) sweep_seed = std::stoull(argv[++i]);
       else if (a == "--sweep-variant" && i + 1 < argc) r.sweep_variant = bench::variant_named(argv[++i]);
+      else if (a == "--peer-cubins" && i + 1 < argc) bench::load_peer_cubins(argv[++i]);
       else if (a == "--burst" && i + 1 < argc) {
         bench::burst_launches() = std::stoi(argv[++i]);
         if (bench::burst_launches() < 1 || bench::burst_launches() > 1000)

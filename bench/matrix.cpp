@@ -38,7 +38,7 @@ void attention_rows(benchmark::State& state, kernels::AttentionShape s, bool cau
   const float scale = 1.0f / std::sqrt(float(s.head_dim));
   auto fused = [&](int) { kernels::attention(q, k, v, o, lse, s, causal, scale); };
   const int runs = run().smoke ? 5 : 50;
-  const Timing t = time_launches(fused, 1, nullptr, 5, runs);
+  const Timing t = time_launches(fused, 1, nullptr, 5, runs, 1);  // events around each launch: its time and the fastest one
   const std::string shape = "B" + std::to_string(s.batch) + " H" + std::to_string(s.heads) + " N" + std::to_string(s.seq) + " D" +
                             std::to_string(s.head_dim) + (causal ? " causal" : "");
   const double flops = kernels::attention_flops(s, causal);
@@ -48,7 +48,7 @@ void attention_rows(benchmark::State& state, kernels::AttentionShape s, bool cau
     DeviceBuffer<float> scores(n2);
     DeviceBuffer<H> probs(n2);
     const Timing tn = time_launches([&](int) { kernels::attention_naive(q, k, v, o, scores, probs, s, causal, scale); }, 1, nullptr, 2,
-                                    run().smoke ? 3 : 10);
+                                    run().smoke ? 3 : 10, 1);
     char note[96];
     std::snprintf(note, sizeof note, "moves %.2f GB of scores and probabilities; fused is %.1fx faster", n2 * (4.0 + 4.0 + 2.0 + 2.0) / 1e9,
                   tn.median_us / t.median_us);
@@ -70,7 +70,7 @@ void matmul_rows(benchmark::State& state, std::int64_t m, kernels::MatmulEpilogu
   }
   DeviceBuffer<bfloat16> bias(reference::random_vector<bfloat16>(static_cast<std::size_t>(m), 5));
   const Timing t = time_launches([&](int i) { kernels::matmul(as[i], bs[i], bias, cs[i], m, m, m, e); }, sets, nullptr, 5,
-                                 run().smoke ? 5 : 50);
+                                 run().smoke ? 5 : 50, 1);
   const std::string shape = std::to_string(m) + "x" + std::to_string(m) + "x" + std::to_string(m);
   // The fastest launch beside the median: under sustained load the later launches of a burst slow down
   // (bench/NOTES.md, "Matmul against cuBLAS plus a GELU pass"), which the gap between the two shows.

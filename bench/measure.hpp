@@ -27,22 +27,26 @@ inline int rotation_sets(std::size_t bytes_per_set) {
   return static_cast<int>(std::clamp<std::size_t>(sets, 2, 64));
 }
 
-/// Launches timed between one pair of events (0: each launch between its own, the default). With N, a
-/// run's time is that of a burst of N launches back to back, divided by N: no event stands between two
-/// launches of a burst (tilefuse_bench --burst N, bench_rotated_ms's `burst` for the peers).
+/// Launches timed between one pair of events for the memory-bound benchmarks (rows, epilogues, the
+/// sweep): 20 by default, so that a run's time is that of a burst of 20 launches back to back, divided by
+/// 20, with no event between two launches (an event pair around every launch adds about a microsecond to
+/// kernels of 20-70 us, and the peers' Python loop cannot keep a short kernel's queue full with one around
+/// every call; bench/NOTES.md, "Bursts"). tilefuse_bench --burst N sets it (1: events around each
+/// launch); BURST=N does the same for the peer scripts.
 inline int& burst_launches() {
-  static int n = 0;
+  static int n = 20;
   return n;
 }
 
-/// Times launch(set) with events around each launch on `stream` (or around bursts of burst_launches()
-/// launches), rotating set over [0, sets).
+/// Times launch(set) on `stream` in bursts of `burst` launches between a pair of events (0:
+/// burst_launches(); 1: events around each launch), rotating set over [0, sets). `runs` counts launches
+/// one by one: with bursts, runs / burst bursts (at least 5) time about as many launches.
 template <class Launch>
-Timing time_launches(Launch&& launch, int sets, void* stream, int warmup = 20, int runs = 200) {
+Timing time_launches(Launch&& launch, int sets, void* stream, int warmup = 20, int runs = 200, int burst = 0) {
   for (int i = 0; i < warmup; ++i) launch(i % sets);
   driver::synchronize();
-  const int burst = std::max(1, burst_launches());
-  if (burst > 1) runs = std::max(5, runs / burst);  // about as many launches as one by one
+  burst = std::max(1, burst > 0 ? burst : burst_launches());
+  if (burst > 1) runs = std::max(5, runs / burst);
   std::vector<driver::Event> starts(runs), stops(runs);
   for (int i = 0, set = 0; i < runs; ++i) {
     starts[i].record(stream);

@@ -5,6 +5,8 @@ bytes (y.copy_(x)) for the x-copy ratio, inputs and outputs rotated past the L2 
 its own. The shapes are the softmax and LayerNorm rows of the bench tables
 given as arguments (tilefuse_bench --table, and --sweep's table), so every ratio compares one shape.
 Python is needed only for this comparison. Prints one line per row; OUT=dir also writes peers_rows.json.
+CUBINS=dir also writes each Triton kernel it timed as a CUBIN and a line of dir/manifest.txt, which
+`tilefuse_bench --peer-cubins dir/manifest.txt` times beside ours on the same buffers (bench/peer_cubins.hpp).
 
     python3 bench/peers_rows.py OUT/bench_table.md [OUT/sweep_table.md]
 """
@@ -47,6 +49,22 @@ def layernorm_row(X, W, B, Y, cols, eps, BLOCK: tl.constexpr):
     tl.store(Y + row + offs, (d * rstd * w + b).to(Y.dtype.element_ty), mask=m)
 
 
+def save_cubin(folder, kernel, R, C, d, compiled):
+    """Writes the compiled Triton kernel of one shape as folder/<kernel>_<R>x<C>_<d>.cubin and its line of
+    folder/manifest.txt: kernel rows cols dtype warps shared_bytes extra_params symbol cubin (extra_params:
+    the pointer parameters Triton appends after the kernel's own, which tilefuse_bench passes as null)."""
+    os.makedirs(folder, exist_ok=True)
+    name = f"{kernel}_{R}x{C}_{d}.cubin"
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(compiled.asm["cubin"])
+    ptx = compiled.asm["ptx"]
+    entry = ptx[ptx.index(".entry"):]
+    own = 3 if kernel == "softmax" else 6
+    extra = entry[:entry.index(")")].count(".param") - own
+    with open(os.path.join(folder, "manifest.txt"), "a") as f:
+        f.write(f"{kernel} {R} {C} {d} {compiled.metadata.num_warps} {compiled.metadata.shared} {extra} {compiled.name} {name}\n")
+
+
 def shapes_of(tables):
     seen = []
     for path in tables:
@@ -87,6 +105,8 @@ def main():
                 impls["Triton one program per row"] = lambda i: softmax_row[(R,)](xs[i], ys[i], C, BLOCK=block, num_warps=warps)
             else:
                 impls["Triton one program per row"] = lambda i: layernorm_row[(R,)](xs[i], w, b, ys[i], C, 1e-5, BLOCK=block, num_warps=warps)
+        if block <= 65536 and os.environ.get("CUBINS"):
+            save_cubin(os.environ["CUBINS"], kernel, R, C, d, impls["Triton one program per row"](0))
         for name, fn in impls.items():
             try:
                 us = bench(fn, sets)

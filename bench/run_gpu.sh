@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine runs in one go: build, all test tiers, compute-sanitizer over the device tier
 # and the examples, the examples, the benchmark table, the shape sweep and the plots, (when given) an
-# outside peers script, the row peers (bench/peers_rows.py) and the matrix peers (bench/peers_matrix.py),
+# outside peers script, the row peers (bench/peers_rows.py, whose Triton kernels are then timed again from
+# their CUBINs inside tilefuse_bench) and the matrix peers (bench/peers_matrix.py),
 # so that every ratio comes from one run on one machine; then OUT_DIR/<date>-<gpu>.md, the run's report
 # (tests, sanitizers, each kernel's table against the peers, the sweep, the plots, every row).
 #   bash bench/run_gpu.sh OUT_DIR [peers.py]
@@ -89,9 +90,18 @@ if step peers; then
   # The project's own row-kernel peers (torch, torch.compile, Triton one program per row) on the shapes of
   # this run's tables.
   sweep_shapes=$([ "${SWEEP_PEERS:-1}" != 0 ] && [ -f "$out/sweep_table.md" ] && echo "$out/sweep_table.md")
-  PYTHONUNBUFFERED=1 OUT=$out timeout 900 python3 bench/peers_rows.py "$out/bench_table.md" $sweep_shapes \
+  rm -rf "$out/cubins"
+  PYTHONUNBUFFERED=1 OUT=$out CUBINS=$out/cubins timeout 900 python3 bench/peers_rows.py "$out/bench_table.md" $sweep_shapes \
     > "$out/peers_rows.txt" 2>&1 || echo "row peers failed: see peers_rows.txt"
   grep -vi warn "$out/peers_rows.txt" | head -40
+  # The Triton row kernels just timed, loaded from their CUBINs into tilefuse_bench and timed beside ours on
+  # the same buffers with the same bursts (bench/peer_cubins.hpp): the kernels alone, without the two
+  # processes' launch paths and allocations.
+  if [ -f "$out/cubins/manifest.txt" ]; then
+    "$build/bench/tilefuse_bench" --benchmark_filter='^(softmax|layernorm)/' --peer-cubins "$out/cubins/manifest.txt" \
+      --table "$out/same_harness.md" > "$out/same_harness.log" 2>&1 || { failed; tail -20 "$out/same_harness.log"; }
+    grep -E "tilefuse fused|tilefuse one_program|CUBIN" "$out/same_harness.md"
+  fi
   PYTHONUNBUFFERED=1 OUT=$out timeout 300 python3 bench/peers_matrix.py > "$out/peers_matrix.txt" 2>&1 || echo "matrix peers failed: see peers_matrix.txt"
   grep -vi warn "$out/peers_matrix.txt" | head -40
 fi
@@ -126,6 +136,15 @@ report="$out/$(date -u +%F)-${gpu:-gpu}.md"
   echo "## Against the peers"
   echo
   cat "$out/compare.md"
+  if [ -f "$out/same_harness.md" ]; then
+    echo "### The Triton row kernels in tilefuse's harness"
+    echo
+    echo "Each Triton kernel above, loaded from its CUBIN and timed by tilefuse_bench beside ours on the same buffers:"
+    echo
+    sed -n '/^| kernel/,/^|---/p' "$out/same_harness.md" | head -2
+    grep -E "tilefuse fused|tilefuse one_program|CUBIN" "$out/same_harness.md"
+    echo
+  fi
   if [ -f "$out/sweep_table.md" ]; then
     echo "## The shape sweep"
     echo

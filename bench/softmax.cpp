@@ -30,6 +30,8 @@ void fused_and_unfused(benchmark::State& state, std::int64_t rows, std::int64_t 
       state, [&](int s) { kernels::softmax(rc.xs[s], rc.ys[s], rows, cols, rc.opt); },
       [&](int s) { kernels::softmax_unfused(rc.xs[s], rc.ys[s], scratch, rows, cols, rc.opt); }, rc.sets, rc.handle(), 20, runs);
   add_fused_rows(state, "softmax", "tilefuse fused", "tilefuse unfused (5 kernels)", rows, cols, dtype, times, c, 2.0 * bytes, 4, err);
+  add_peer_row(rc, "softmax", rows, cols, dtype, reference::softmax<H>(rc.host, rows, cols), c, 2.0 * bytes, runs,
+               [&](const PeerKernel& k, int s) { k.softmax(rc.xs[s].device_ptr(), rc.ys[s].device_ptr(), rc.handle()); });
 }
 
 // One variant of the table on one shape.
