@@ -32,6 +32,22 @@ struct Options {
   bool bounds_checks = false;
   /// Tile division rounds correctly (IEEE) instead of through div.full.f32 (KernelOptions::precise_division).
   bool precise_division = false;
+  /// Pipelined loads of row-major matrix blocks in kernels on warpgroup MMA are copied by TMA
+  /// (KernelOptions::tma; see Generated::tensor_maps).
+  bool tma = true;
+};
+
+/// A 2D tensor map a kernel takes for its TMA copies: the matrix at pointer parameter `pointer_param`,
+/// `rows_param` rows of `cols_param` elements (the row stride too), read in boxes of `box_rows` x
+/// `box_cols` with 128-byte swizzle. The kernel takes it as a trailing `const __grid_constant__ tf_tmap`
+/// parameter, after every other; the runtime encodes it from the launch's arguments.
+struct TensorMap {
+  int pointer_param = 0;
+  int rows_param = 0;
+  int cols_param = 0;
+  int box_rows = 0;
+  int box_cols = 0;
+  ir::DType dtype = ir::DType::bf16;
 };
 
 /// A global access a bounds-checked kernel may report (Generated::access_sites).
@@ -47,6 +63,8 @@ struct Generated {
   std::int64_t shared_bytes = 0;
   /// Some dot runs on warpgroup MMA (wgmma): the kernel must be compiled for sm_90a, not sm_90.
   bool warpgroup_mma = false;
+  /// The tensor maps of its TMA copies, in parameter order (empty: none).
+  std::vector<TensorMap> tensor_maps;
   /// With bounds checks: the checked accesses by site number, each "load|store|copy <IR> [file:line]"
   /// followed by whether it is masked, for the runtime's error message.
   std::vector<AccessSite> access_sites;

@@ -186,6 +186,7 @@ Generated generate(const ir::Function& fn, const passes::Analysis& analysis, con
     g.shared_bytes = e.shared_bytes();
     g.access_sites = e.bounds_.sites();
     g.warpgroup_mma = e.uses_warpgroup_mma();
+    g.tensor_maps = e.tensor_maps();
   } else {
     Emitter e(fn, analysis, options);
     g.source = e.run();

@@ -16,6 +16,8 @@ extern const char* const copy;
 extern const char* const mma;
 /// Kernels whose dots run on sm_90's warpgroup MMA: descriptors, fences, commit and wait.
 extern const char* const wgmma;
+/// Kernels whose pipelined loads are TMA copies (sm_90): the tensor map type, mbarriers, the bulk copy.
+extern const char* const tma;
 /// Kernels compiled with bounds checks (TILEFUSE_DEBUG_BOUNDS=1): the check and its fault record.
 extern const char* const bounds;
 

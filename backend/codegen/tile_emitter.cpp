@@ -65,8 +65,14 @@ std::string TileEmitter::run() {
     for (const auto& [name, text] : wgmma_helpers_) out << text;
     out << "\n";
   }
+  if (!tensor_maps_.empty()) out << prelude::tma << "\n";
   if (bounds_.on()) out << prelude::bounds << "\n" << bounds_.declarations();
-  out << signature_text(fn_, a_, opt_);
+  std::string signature = signature_text(fn_, a_, opt_);
+  // The tensor maps of the TMA copies: trailing parameters, passed by value (Generated::tensor_maps).
+  std::string maps;
+  for (std::size_t k = 0; k < tensor_maps_.size(); ++k) maps += ", const __grid_constant__ tf_tmap tf_map" + std::to_string(k);
+  signature.insert(signature.rfind(") {"), maps);
+  out << signature;
   out << "  const int tid = threadIdx.x;\n  const int lane = tid & 31;\n  const int warp = tid >> 5;\n";
   if (shared_bytes() > 0) {
     // wgmma's swizzled layouts repeat every 1024 bytes: operand buffers start on such a boundary.
@@ -130,8 +136,14 @@ void TileEmitter::prefetch(const ir::Instr& loop, const std::vector<const ir::In
     need[id] = true;
     if (const ir::Instr* d = defs_[id]) for (ir::ValueId x : d->args) self(self, x);
   };
-  for (const ir::Instr* l : loads)
+  for (const ir::Instr* l : loads) {
+    if (const auto t = tma_.find(l); t != tma_.end()) {  // a TMA copy needs its block's first row and column only
+      for (ir::ValueId x : {t->second.row0, t->second.col0})
+        if (x >= 0) mark(mark, x);
+      continue;
+    }
     for (ir::ValueId x : l->args) mark(mark, x);
+  }
   // Copies are issued in every iteration (predicated off past the loop's end, where they read nothing),
   // so that every iteration commits the same number of groups.
   const std::string next = fresh("tf_ahead");
@@ -149,7 +161,12 @@ void TileEmitter::prefetch(const ir::Instr& loop, const std::vector<const ir::In
   for (const ir::Instr& b : loop.body)
     if (b.result >= 0 && need[b.result] && fn_.values[b.result].rank == 0)
       os_ << "  " << reg_type(b.result) << " const " << v(b.result) << " = " << scalar(b) << ";\n";
-  for (const ir::Instr* l : loads) copy_into(*l, piped_.at(l), phase, next + "_on");
+  std::vector<const ir::Instr*> by_tma;
+  for (const ir::Instr* l : loads) {
+    if (tma_.count(l)) by_tma.push_back(l);
+    else copy_into(*l, piped_.at(l), phase, next + "_on");
+  }
+  if (!by_tma.empty()) tma_prefetch(by_tma, phase, next + "_on");
   prefetch_fresh_ = outer_fresh;
   memo_.pop_back();
   memo_.insert(memo_.end(), std::make_move_iterator(body_memo.begin()), std::make_move_iterator(body_memo.end()));
@@ -405,8 +422,29 @@ void TileEmitter::loop(const ir::Instr& in) {
   auto is_deferred = [&](std::size_t k) {
     return std::any_of(deferred.begin(), deferred.end(), [&](const ir::Instr* d) { return d->result == in.yields[k]; });
   };
-  const std::string phase = "tf_stage" + std::to_string(loops_++);
+  const std::string phase = "tf_stage" + std::to_string(loops_);
+  const std::string bar = "tf_bar" + std::to_string(loops_++);
   const std::int64_t shared_before = shared_top_;  // the loop's stages are free again after it
+  std::vector<const ir::Instr*> by_tma;
+  for (const ir::Instr* l : piped)
+    if (auto c = tma_copy(*l)) {
+      c->index = static_cast<int>(tensor_maps_.size());
+      tensor_maps_.push_back(c->map);
+      tma_[l] = *c;
+      by_tma.push_back(l);
+    }
+  const std::string outer_bar = tma_bar_;
+  tma_bar_ = by_tma.empty() ? "" : bar;
+  if (!by_tma.empty()) {
+    // One mbarrier per stage; iteration i waits on stage i % S's for the phase of parity (i / S) & 1.
+    os_ << "  // TMA copies for the loop below: stage s completes on mbarrier " << bar << "[s]\n";
+    os_ << "  __shared__ __align__(8) unsigned long long " << bar << "[" << S << "];\n";
+    os_ << "  const unsigned " << bar << "_at = tf_smem(" << bar << ");\n";
+    os_ << "  unsigned " << bar << "_parity = 0;\n";
+    os_ << "  if (tid == 0) tf_mbar_init<" << S << ">(" << bar << "_at);\n";
+    barrier();
+    reads_pending_ = false;
+  }
   if (!piped.empty()) {
     std::vector<int> first_group;
     for (const ir::Instr* l : piped) {
@@ -424,7 +462,8 @@ void TileEmitter::loop(const ir::Instr& in) {
       if (s == 0)
         for (const ir::Instr* l : piped) first_group.push_back(buffers_[piped_[l]].group);
     }
-    for (std::size_t k = 0; k < piped.size(); ++k) buffers_[piped_[piped[k]]].group = first_group[k];
+    for (std::size_t k = 0; k < piped.size(); ++k)
+      buffers_[piped_[piped[k]]].group = tma_.count(piped[k]) ? Buffer::kTmaPending : first_group[k];
     os_ << "  int " << phase << " = 0;\n";
   }
   const std::string iv = v(in.block_args[0]);
@@ -461,6 +500,7 @@ void TileEmitter::loop(const ir::Instr& in) {
   pending_prefetch_ = std::move(outer_pending);
   pending_prefetch_depth_ = outer_depth;
   if (!piped.empty()) os_ << "  " << phase << " = " << (S == 2 ? phase + " ^ 1" : "(" + phase + " + 1) % " + std::to_string(S)) << ";\n";
+  if (!by_tma.empty()) os_ << "  if (" << phase << " == 0) " << bar << "_parity ^= 1;\n";
   os_ << "  // yield\n";
   for (std::size_t k = 0; k < carried; ++k) {
     const ir::ValueId b = in.block_args[k + 1];
@@ -496,12 +536,13 @@ void TileEmitter::loop(const ir::Instr& in) {
     // The last `ahead` iterations issued copies for iterations past the end (predicated off, they still
     // zero-fill their 16 bytes): they must land before anything reuses the loop's buffers (compute-
     // sanitizer's racecheck found the write-after-write in causal attention, whose second loop reuses them).
-    os_ << "  tf_cp_wait<0>();  // every copy issued ahead has landed\n";
+    if (by_tma.size() < piped.size()) os_ << "  tf_cp_wait<0>();  // every copy issued ahead has landed\n";
     for (Buffer& o : buffers_)
       if (o.group >= 0) o.group = -1;
     barrier();
     reads_pending_ = false;
   }
+  tma_bar_ = outer_bar;
   shared_top_ = shared_before;
   for (std::size_t k = 0; k < carried; ++k) {
     const ir::ValueId b = in.block_args[k + 1], r = in.results[k];

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <sstream>
@@ -31,6 +32,8 @@ class TileEmitter {
   /// Whether the kernel's dots may run on warpgroup MMA (the analysis allows it and there is a dot): it
   /// then carries the wgmma helpers and fences, and must be compiled for sm_90a.
   bool uses_warpgroup_mma() const { return wgmma_; }
+  /// The tensor maps of the kernel's TMA copies, in parameter order; valid after run().
+  const std::vector<TensorMap>& tensor_maps() const { return tensor_maps_; }
 
  private:
   // ---- core (tile_emitter.cpp) ----
@@ -115,6 +118,26 @@ class TileEmitter {
   /// the operand is the buffer's transpose (a register operand: written untransposed, its own shape).
   std::pair<int, bool> operand_form(ir::ValueId id) const;
 
+  // ---- tile_tma.cpp ----
+  /// A pipelined load copied by TMA: its tensor map (tensor_maps_ index) and the block's first row and
+  /// column (scalars; -1: 0).
+  struct TmaCopy {
+    TensorMap map;
+    int index = -1;
+    ir::ValueId row0 = -1, col0 = -1;
+  };
+  /// How `load` (a pipelined load of a loop at depth 0 in a kernel on warpgroup MMA) is copied by TMA, if
+  /// it can be: its pointer is `p + row * stride + col` over a pointer parameter p, with row = r0 +
+  /// arange over the tile's rows and col = c0 + arange over its columns; its mask is `row < rows` and
+  /// `col < stride` (rows and stride i32 parameters), its `other` +0 (what TMA writes outside the
+  /// matrix); p is 16-byte aligned and a row a whole number of 16-byte vectors (the specialization says
+  /// so); the tile is 16-bit elements, its columns a multiple of 64 (boxes of 128-byte rows, the swizzle
+  /// the buffer already has), its rows a multiple of 8 up to 256.
+  std::optional<TmaCopy> tma_copy(const ir::Instr& load) const;
+  /// Emits the TMA copies of `loads` (all in tma_) into stage `phase` of their buffers, issued by thread
+  /// 0 when `on`, completing on the stage's mbarrier of the current loop (tma_bar_).
+  void tma_prefetch(const std::vector<const ir::Instr*>& loads, const std::string& phase, const std::string& on);
+
   // ---- tile_wgmma.cpp ----
   /// dot on warpgroup MMA when warpgroup_fits (false: emitted nothing).
   bool warpgroup_dot(const ir::Instr& in);
@@ -134,9 +157,10 @@ class TileEmitter {
   /// kernels with warpgroup MMA, rows wider than 64 elements are split into column blocks of 64 (each
   /// row-major): the canonical 128-byte swizzled layout wgmma reads (swizzled()).
   struct Buffer {
+    static constexpr int kTmaPending = -4;  ///< group of a buffer the current iteration's TMA copies fill
     std::int64_t offset = 0;
     int rows = 0, cols = 0;
-    int group = -1;  ///< its last commit group of copies (-1: none pending)
+    int group = -1;  ///< its last commit group of copies (-1: none pending; -2: written by plain stores; kTmaPending: TMA copies)
     std::string phase;  ///< pipelined: the variable naming the stage a loop iteration reads ("" for one)
     std::int64_t bytes() const { return std::int64_t{rows} * cols * 2; }
   };
@@ -190,6 +214,9 @@ class TileEmitter {
   std::vector<std::map<std::string, std::string>> memo_;  // scope stack: "value@layout" -> name
   std::map<ir::ValueId, View> views_;           // values in shared memory
   std::map<const ir::Instr*, int> piped_;       // pipelined loads -> their buffer
+  std::map<const ir::Instr*, TmaCopy> tma_;     // pipelined loads copied by TMA
+  std::vector<TensorMap> tensor_maps_;          // their tensor maps, in parameter order
+  std::string tma_bar_;                         // the current loop's mbarriers (one per stage), "" for none
   int loops_ = 0;                               // loops emitted (names their stage variables)
   std::vector<Buffer> buffers_;
   int groups_committed_ = 0;                    // cp.async commit groups issued so far (in emission order)

@@ -260,6 +260,17 @@ void TileEmitter::copy_into(const ir::Instr& in, int id, const std::string& phas
 void TileEmitter::wait_for(int buffer) {
   Buffer& b = buffers_[buffer];
   if (b.group == -1) return;
+  if (b.group == Buffer::kTmaPending) {
+    // The stage's TMA copies (every TMA buffer of the loop's stage) have landed; the barrier after the
+    // wait is the one after which the loop's next copies may overwrite the stage read two iterations ago.
+    os_ << "  tf_mbar_wait(" << tma_bar_ << "_at + 8 * " << b.phase << ", " << tma_bar_ << "_parity);  // the stage's TMA copies have landed\n";
+    for (Buffer& o : buffers_)
+      if (o.group == Buffer::kTmaPending) o.group = -1;
+    barrier();
+    reads_pending_ = false;
+    emit_pending_prefetch();
+    return;
+  }
   if (b.group >= 0) {
     const int later = groups_committed_ - 1 - b.group;
     os_ << "  tf_cp_wait<" << later << ">();  // buffer " << buffer << "'s copies have landed\n";

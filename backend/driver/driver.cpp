@@ -47,6 +47,7 @@ struct Api {
   decltype(&::cuEventRecord) event_record = nullptr;
   decltype(&::cuEventSynchronize) event_synchronize = nullptr;
   decltype(&::cuEventElapsedTime) event_elapsed_time = nullptr;
+  decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;  // optional: null before CUDA 12
 };
 
 struct State {
@@ -71,6 +72,13 @@ bool resolve(void* lib, const char* symbol, F& out, std::string& reason) {
   out = reinterpret_cast<F>(dlsym(lib, symbol));
   if (!out) reason = "the CUDA driver library " + knobs::cuda_driver() + " has no symbol " + symbol + " (not a CUDA driver, or one too old)";
   return out != nullptr;
+}
+
+// An entry point only some kernels need (a driver without it runs every other kernel).
+template <class F>
+bool resolve_optional(void* lib, const char* symbol, F& out) {
+  out = reinterpret_cast<F>(dlsym(lib, symbol));
+  return true;
 }
 
 std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
@@ -123,7 +131,7 @@ bool resolve_api(void* lib, Api& a, std::string& why) {
       resolve(lib, "cuEventCreate", a.event_create, why) && resolve(lib, "cuEventDestroy_v2", a.event_destroy, why) &&
       resolve(lib, "cuEventRecord", a.event_record, why) &&
       resolve(lib, "cuEventSynchronize", a.event_synchronize, why) &&
-      resolve(lib, "cuEventElapsedTime_v2", a.event_elapsed_time, why);
+      resolve(lib, "cuEventElapsedTime_v2", a.event_elapsed_time, why) && resolve_optional(lib, "cuTensorMapEncodeTiled", a.tensor_map_encode_tiled);
 }
 
 // Starts the driver and reads device 0's properties into `st` (its context retained); false, with
@@ -278,6 +286,22 @@ void reserve_dynamic_shared(void* function, int bytes, int carveout, const char*
   check(api().func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes), "cuFuncSetAttribute", kernel);
   if (carveout >= 0)
     check(api().func_set_attribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout), "cuFuncSetAttribute", kernel);
+}
+
+void encode_tensor_map_2d(void* map, TensorElement element, std::uint64_t address, std::uint64_t cols, std::uint64_t rows, std::uint32_t box_cols,
+                          std::uint32_t box_rows, const char* kernel) {
+  if (!api().tensor_map_encode_tiled)
+    throw std::runtime_error(std::string("tilefuse: kernel '") + kernel + "' copies with TMA, and the CUDA driver " + knobs::cuda_driver() +
+                             " has no cuTensorMapEncodeTiled (CUDA 12.0 or later has it)");
+  const CUtensorMapDataType type = element == TensorElement::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const cuuint64_t dims[2] = {cols, rows};
+  const cuuint64_t strides[1] = {cols * 2};
+  const cuuint32_t box[2] = {box_cols, box_rows};
+  const cuuint32_t element_strides[2] = {1, 1};
+  check(api().tensor_map_encode_tiled(static_cast<CUtensorMap*>(map), type, 2, reinterpret_cast<void*>(address), dims, strides, box,
+                                      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled", kernel);
 }
 
 RawLaunch raw_launch() { return reinterpret_cast<RawLaunch>(api().launch_kernel); }

@@ -90,6 +90,14 @@ void launch(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* 
 /// for `carveout` percent of the SM's L1/shared array as shared memory (-1: the driver's choice). Errors
 /// name `kernel`.
 void reserve_dynamic_shared(void* function, int bytes, int carveout, const char* kernel);
+/// The 16-bit element types a tensor map reads.
+enum class TensorElement : std::uint8_t { f16, bf16 };
+/// Writes into `map` (128 bytes, 64-byte aligned: a CUtensorMap) the tensor map of a row-major matrix of
+/// `rows` x `cols` 16-bit elements at device address `address` (16-byte aligned, rows of cols elements,
+/// cols * 2 a multiple of 16), read in boxes of box_rows x box_cols with 128-byte swizzle, zeros outside
+/// the matrix. Throws naming `kernel` if the driver cannot.
+void encode_tensor_map_2d(void* map, TensorElement element, std::uint64_t address, std::uint64_t cols, std::uint64_t rows, std::uint32_t box_cols,
+                          std::uint32_t box_rows, const char* kernel);
 
 /// The raw cuLaunchKernel entry point, for benchmarks that compare against a launch with no wrapper.
 using RawLaunch = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**,

@@ -69,6 +69,7 @@ struct Program::Gpu {
     unsigned shared_bytes = 0;  // dynamic shared memory per block: the stages of its programs
     std::string reason;         // why it was compiled, when it is not the first
     std::vector<codegen::AccessSite> sites;  // with bounds checks: the checked accesses, by site number
+    std::vector<codegen::TensorMap> tensor_maps;  // its TMA copies' tensor maps, encoded at each launch
   };
   std::unique_ptr<DeviceBytes> fault;  // with bounds checks: the kernel's TfFault record (zero until a violation)
   std::mutex mutex;
@@ -117,7 +118,7 @@ codegen::Generated Program::generate(const Specialization& spec, const std::stri
   const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility, wgmma);
   return codegen::generate(
       fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, options_.min_programs_per_sm, options_.cluster_size,
-                                  options_.num_stages, spec.bounds_checks, options_.precise_division});
+                                  options_.num_stages, spec.bounds_checks, options_.precise_division, options_.tma});
 }
 
 std::string Program::cuda_source(const Specialization& spec, const std::string& arch) const { return generate(spec, arch).source; }
@@ -384,7 +385,7 @@ void Program::launch_interpreter(const LaunchConfig& config, std::span<const Arg
 
 void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) {
   const Specialization spec = specialize(config, args);
-  void* params[65];
+  void* params[76];  // the arguments, then at most 1 + 2 + 8 trailing ones (packed programs, bounds checks, tensor maps)
   if (args.size() > 64) throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "' has more than 64 parameters");
   for (std::size_t i = 0; i < args.size(); ++i) {
     const Arg& a = args[i];
@@ -425,6 +426,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
         e->module = std::make_unique<driver::Module>(e->compiled->cubin, fn_.name);
         e->function = e->module->function(symbol);
         e->sites = generated.access_sites;
+        e->tensor_maps = generated.tensor_maps;
         if (shared > 0) {
           driver::reserve_dynamic_shared(e->function, static_cast<int>(shared), options_.shared_carveout, fn_.name.c_str());
           e->shared_bytes = static_cast<unsigned>(shared);
@@ -457,6 +459,24 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
     fault_address = gpu_->fault->address();
     params[extra++] = counts;
     params[extra++] = &fault_address;
+  }
+  // The TMA copies' tensor maps, from this launch's arguments: trailing parameters, by value.
+  struct alignas(64) TensorMapBytes {
+    unsigned char bytes[128];
+  };
+  TensorMapBytes maps[8];
+  if (entry->tensor_maps.size() > 8) throw std::logic_error("tilefuse: kernel '" + fn_.name + "' has more than 8 tensor maps");
+  for (std::size_t k = 0; k < entry->tensor_maps.size(); ++k) {
+    const codegen::TensorMap& m = entry->tensor_maps[k];
+    const std::int32_t rows = args[m.rows_param].i32, cols = args[m.cols_param].i32;
+    if (rows < 1 || cols < 1)
+      throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': its TMA copies read argument '" + fn_.params[m.pointer_param].name +
+                                  "' as a matrix of '" + fn_.params[m.rows_param].name + "' rows of '" + fn_.params[m.cols_param].name +
+                                  "' elements, which must both be at least 1; got " + std::to_string(rows) + " and " + std::to_string(cols));
+    driver::encode_tensor_map_2d(maps[k].bytes, m.dtype == ir::DType::f16 ? driver::TensorElement::f16 : driver::TensorElement::bf16,
+                                 args[m.pointer_param].device, static_cast<std::uint64_t>(cols), static_cast<std::uint64_t>(rows),
+                                 static_cast<std::uint32_t>(m.box_cols), static_cast<std::uint32_t>(m.box_rows), fn_.name.c_str());
+    params[extra++] = maps[k].bytes;
   }
   const driver::Dim3 grid{static_cast<unsigned>((config.grid.x + packed - 1) / packed),
                           static_cast<unsigned>(config.grid.y), static_cast<unsigned>(config.grid.z)};

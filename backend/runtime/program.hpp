@@ -45,6 +45,10 @@ struct KernelOptions {
   /// For programs with dots on sm_90 GPUs: dots whose result spreads over whole warpgroups run on the
   /// warpgroup MMA (wgmma, compiled for sm_90a) instead of mma.sync. false keeps mma.sync everywhere.
   bool warpgroup_mma = true;
+  /// For programs on warpgroup MMA: a loop's pipelined loads of row-major matrix blocks whose masks are
+  /// the matrix's bounds are copied by TMA (one thread per stage, completing on an mbarrier) instead of
+  /// each thread's cp.async (codegen::TensorMap says which loads). false keeps cp.async.
+  bool tma = true;
 };
 
 /// What is known about each argument at compile time: the power of two that divides an integer argument

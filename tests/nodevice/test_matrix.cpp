@@ -6,6 +6,7 @@
 
 #include <tuple>
 
+#include "backend/codegen/cuda.hpp"
 #include "backend/ir/ir.hpp"
 #include "dsl/tl.hpp"
 #include "kernels/attention/programs.hpp"
@@ -206,6 +207,7 @@ TEST(Matrix, CopiesAheadFollowTheBodysFirstBarrier) {
   };
   KernelOptions o{8};
   o.num_stages = 4;
+  o.tma = false;  // (cp.async copies; the TMA copies' order is checked in Matrix.TmaCopiesFollowTheBodysFirstBarrier)
   Kernel<&kernels::matmul_program<tl::bf16, 128, 256, 64, kernels::MatmulEpilogue::none>> wg("matmul_one_barrier", o);
   o.num_stages = 2;
   Kernel<&kernels::matmul_program<tl::bf16, 128, 128, 64, kernels::MatmulEpilogue::none>> sync("matmul_one_barrier_sync", o);
@@ -226,6 +228,73 @@ TEST(Matrix, CopiesAheadFollowTheBodysFirstBarrier) {
   EXPECT_EQ(test::occurrences(b, "__syncthreads()"), 2u) << b;
   EXPECT_LT(b.find("__syncthreads()"), b.find("-> shared buffer 2, stage (tf_stage0")) << b;
   EXPECT_LT(b.find("-> shared buffer 2, stage (tf_stage0"), b.find("tf_wgmma_wait<0>")) << b;
+}
+
+// TMA copies (sm_90, warpgroup MMA): the matmul's loads of A [M, K] and B [K, N] blocks are row-major
+// matrix blocks masked by the matrices' bounds, so each becomes a tensor map the kernel takes as a
+// trailing parameter, and the loop's copies are thread 0's bulk tensor copies completing on an mbarrier
+// per stage. Not where a row's 16-byte alignment is not proven (K not a multiple of 8: A keeps cp.async,
+// B still TMA), nor with KernelOptions::tma off, nor on mma.sync, nor with bounds checks; attention's
+// loads (no column mask) keep cp.async. The kernel compiles for sm_90a without spills.
+TEST(Matrix, TmaCopiesRowMajorBlocks) {
+  using Matmul = Kernel<&kernels::matmul_program<tl::bf16, 128, 256, 64, kernels::MatmulEpilogue::gelu>>;
+  KernelOptions o{8};
+  o.num_stages = 4;
+  Matmul k("matmul_tma", o);
+  const Program& p = k.program();
+  Specialization spec = p.default_specialization();
+  const codegen::Generated g = p.generate(spec, "sm_90");
+  ASSERT_EQ(g.tensor_maps.size(), 2u) << g.source;
+  // Parameters: a b bias c M N K.
+  const codegen::TensorMap& a = g.tensor_maps[0];
+  EXPECT_EQ(std::tuple(a.pointer_param, a.rows_param, a.cols_param, a.box_rows, a.box_cols), std::tuple(0, 4, 6, 128, 64));
+  const codegen::TensorMap& b = g.tensor_maps[1];
+  EXPECT_EQ(std::tuple(b.pointer_param, b.rows_param, b.cols_param, b.box_rows, b.box_cols), std::tuple(1, 6, 5, 64, 64));
+  EXPECT_EQ(a.dtype, ir::DType::bf16);
+  EXPECT_NE(g.source.find(", const __grid_constant__ tf_tmap tf_map0, const __grid_constant__ tf_tmap tf_map1) {"), std::string::npos);
+  EXPECT_EQ(test::occurrences(g.source, "tf_tma2d(tf_sbase"), 3u * 5u) << g.source;  // (prologue's two stages and the loop's: A one box, B four)
+  EXPECT_EQ(g.source.find("tf_cp16(tf_sbase"), std::string::npos);
+  const auto info = p.compile(spec, "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+  EXPECT_NE(info.ptxas_log.find("sm_90a"), std::string::npos) << info.ptxas_log;
+  // K not a multiple of 8: A's rows are not whole 16-byte vectors; B's (N) are.
+  spec.divisibility[6] = 4;
+  const codegen::Generated mixed = p.generate(spec, "sm_90");
+  ASSERT_EQ(mixed.tensor_maps.size(), 1u);
+  EXPECT_EQ(mixed.tensor_maps[0].pointer_param, 1);
+  EXPECT_EQ(test::occurrences(mixed.source, "tf_tma2d(tf_sbase"), 3u * 4u) << mixed.source;
+  EXPECT_EQ(test::occurrences(mixed.source, "&tf_map0"), 3u * 4u) << mixed.source;
+  // Off: no tensor maps.
+  EXPECT_TRUE(p.generate(p.default_specialization(), "sm_80").tensor_maps.empty());
+  Specialization checked = p.default_specialization();
+  checked.bounds_checks = true;
+  EXPECT_TRUE(p.generate(checked, "sm_90").tensor_maps.empty());
+  o.tma = false;
+  Matmul off("matmul_no_tma", o);
+  EXPECT_TRUE(off.program().generate(off.program().default_specialization(), "sm_90").tensor_maps.empty());
+  Kernel<&kernels::attention_program<tl::bf16, 64, 64, 128, true>> attention("attention_no_tma", KernelOptions{4});
+  EXPECT_TRUE(attention.program().generate(attention.program().default_specialization(), "sm_90").tensor_maps.empty());
+}
+
+// With TMA copies the loop body keeps one barrier: each thread waits on the stage's mbarrier, then the
+// barrier, then thread 0 copies the stage two iterations ahead (free: every warpgroup has waited for the
+// wgmmas that read it), then the wgmmas; the parity flips when the stage wraps.
+TEST(Matrix, TmaCopiesFollowTheBodysFirstBarrier) {
+  KernelOptions o{8};
+  o.num_stages = 4;
+  Kernel<&kernels::matmul_program<tl::bf16, 128, 256, 64, kernels::MatmulEpilogue::none>> k("matmul_tma_barrier", o);
+  const std::string src = k.program().cuda_source(k.program().default_specialization(), "sm_90");
+  const std::size_t end = src.find("\n    tf_stage0 = ");
+  const std::string b = src.substr(src.rfind("  for (int v", end), std::string::npos).substr(0, src.find("// yield", end) - src.rfind("  for (int v", end));
+  EXPECT_EQ(test::occurrences(b, "__syncthreads()"), 1u) << b;
+  const std::size_t wait = b.find("tf_mbar_wait(tf_bar0_at + 8 * tf_stage0, tf_bar0_parity)"), barrier = b.find("__syncthreads()"),
+                    copies = b.find("tf_tma2d(tf_sbase + 0 + ((tf_stage0 + 2) % 4)"), mma = b.find("tf_wgmma_m64n256k16");
+  ASSERT_NE(wait, std::string::npos) << b;
+  EXPECT_LT(wait, barrier) << b;
+  EXPECT_LT(barrier, copies) << b;
+  EXPECT_LT(copies, mma) << b;
+  EXPECT_NE(b.find("if (tf_stage0 == 0) tf_bar0_parity ^= 1;"), std::string::npos) << b;
+  EXPECT_NE(src.find("if (tid == 0) tf_mbar_init<4>(tf_bar0_at);"), std::string::npos);
 }
 
 // Warpgroup MMA is generated only for sm_90 and only when allowed: the architecture-free source (what

@@ -1,0 +1,171 @@
+// TMA copies (sm_90): which pipelined loads of a loop the tensor memory accelerator can copy (a block of
+// a row-major matrix whose masks are the matrix's bounds), and the copies themselves. One thread issues a
+// stage's copies after arriving on the stage's mbarrier with the bytes to expect; every thread waits on
+// that mbarrier where it would wait for its own cp.async groups (wait_for). The buffers keep the layout
+// the cp.async copies write: rows of 128 bytes with their 16-byte chunks swizzled by the row's low three
+// bits, column blocks of 64 elements one after the other, which is what TMA's 128-byte swizzle writes.
+#include "backend/codegen/tile_emitter.hpp"
+
+#include <cmath>
+
+#include "backend/ir/ops.hpp"
+
+namespace tilefuse::codegen {
+
+using ir::Op;
+
+namespace {
+
+// An index vector start + arange<extent> (start -1: the arange alone).
+struct Index {
+  ir::ValueId start = -1;
+  std::int64_t extent = 0;
+  bool operator==(const Index&) const = default;
+};
+
+}  // namespace
+
+std::optional<TileEmitter::TmaCopy> TileEmitter::tma_copy(const ir::Instr& load) const {
+  if (!opt_.tma || !uses_warpgroup_mma() || opt_.bounds_checks || loop_depth_ != 0) return std::nullopt;
+  const ir::ValueType& t = fn_.values[load.result];
+  if (t.rank != 2 || ir::dtype_bytes(t.dtype) != 2 || t.dims[1] % 64 != 0 || t.dims[0] % 8 != 0 || t.dims[0] > 256) return std::nullopt;
+  auto def = [&](ir::ValueId x) { return x >= 0 ? defs_[x] : nullptr; };
+  // x through integer casts and broadcasts.
+  auto strip = [&](ir::ValueId x) {
+    for (const ir::Instr* d = def(x); d && (d->op == Op::broadcast || (d->op == Op::cast && ir::is_int(fn_.values[x].dtype) &&
+                                                                         ir::is_int(fn_.values[d->args[0]].dtype)));
+         d = def(x))
+      x = d->args[0];
+    return x;
+  };
+  // The parameter a scalar is (through integer casts and splats), or -1.
+  auto param_of = [&](ir::ValueId x) {
+    x = strip(x);
+    if (const ir::Instr* d = def(x); d && d->op == Op::splat) x = strip(d->args[0]);
+    const ir::Instr* d = def(x);
+    return d && d->op == Op::param && fn_.values[x].rank == 0 ? d->as<ir::attr::Param>().index : -1;
+  };
+  // A 1D index vector start + arange (either order) or arange alone, start an i32 scalar.
+  auto index_of = [&](ir::ValueId x) -> std::optional<Index> {
+    x = strip(x);
+    const ir::Instr* d = def(x);
+    if (!d) return std::nullopt;
+    if (d->op == Op::arange) return Index{-1, fn_.values[x].dims[0]};
+    if (d->op != Op::add) return std::nullopt;
+    for (int k = 0; k < 2; ++k) {
+      const ir::Instr* a = def(strip(d->args[k]));
+      const ir::Instr* s = def(strip(d->args[1 - k]));
+      if (a && a->op == Op::arange && s && s->op == Op::splat && fn_.values[s->args[0]].dtype == ir::DType::i32)
+        return Index{s->args[0], fn_.values[x].dims[0]};
+    }
+    return std::nullopt;
+  };
+  // A 2D index running along one dimension: expand of an index vector (through casts and broadcasts).
+  auto along = [&](ir::ValueId x) -> std::optional<std::pair<int, Index>> {
+    const ir::Instr* d = def(strip(x));
+    if (!d || d->op != Op::expand) return std::nullopt;
+    const auto ix = index_of(d->args[0]);
+    if (!ix) return std::nullopt;
+    return std::pair{d->as<ir::attr::Axis>().axis == 1 ? 0 : 1, *ix};
+  };
+  // The pointer: ptr_adds (through broadcasts) down to a splat of a pointer parameter.
+  std::vector<ir::ValueId> offsets;
+  ir::ValueId p = load.args[0];
+  int pointer_param = -1;
+  for (;;) {
+    p = strip(p);
+    const ir::Instr* d = def(p);
+    if (!d) return std::nullopt;
+    if (d->op == Op::ptr_add) {
+      offsets.push_back(d->args[1]);
+      p = d->args[0];
+      continue;
+    }
+    if (d->op == Op::splat) pointer_param = param_of(d->args[0]);
+    break;
+  }
+  if (pointer_param < 0 || offsets.size() != 2) return std::nullopt;
+  // The offsets: row * stride along dimension 0 and col along dimension 1.
+  std::optional<Index> row, col;
+  int stride_param = -1;
+  for (ir::ValueId o : offsets) {
+    const ir::Instr* d = def(strip(o));
+    if (!d) return std::nullopt;
+    if (d->op == Op::mul) {
+      for (int k = 0; k < 2 && !row; ++k)
+        if (const auto a = along(d->args[k]); a && a->first == 0 && param_of(d->args[1 - k]) >= 0) {
+          row = a->second;
+          stride_param = param_of(d->args[1 - k]);
+        }
+      if (!row) return std::nullopt;
+    } else if (const auto a = along(o); a && a->first == 1 && !col) {
+      col = a->second;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!row || !col || row->extent != t.dims[0] || col->extent != t.dims[1]) return std::nullopt;
+  // The mask: row < rows and col < stride, both there (anything else: no TMA).
+  if (load.args.size() < 3) return std::nullopt;
+  const ir::Instr* other = def(strip(load.args[2]));
+  if (other && other->op == Op::splat) other = def(other->args[0]);
+  if (!other || other->op != Op::constant || other->as<ir::attr::Constant>().value != 0.0 ||
+      std::signbit(other->as<ir::attr::Constant>().value))
+    return std::nullopt;
+  int rows_param = -1, cols_param = -1;
+  std::vector<ir::ValueId> terms{load.args[1]};
+  while (!terms.empty()) {
+    const ir::ValueId m = strip(terms.back());
+    terms.pop_back();
+    const ir::Instr* d = def(m);
+    if (!d) return std::nullopt;
+    if (d->op == Op::logical_and) {
+      terms.push_back(d->args[0]);
+      terms.push_back(d->args[1]);
+      continue;
+    }
+    if (d->op != Op::lt) return std::nullopt;
+    const auto a = along(d->args[0]);
+    const int bound = param_of(d->args[1]);
+    if (!a || bound < 0) return std::nullopt;
+    if (a->first == 0 && a->second == *row) rows_param = bound;
+    else if (a->first == 1 && a->second == *col) cols_param = bound;
+    else return std::nullopt;
+  }
+  if (rows_param < 0 || cols_param != stride_param) return std::nullopt;
+  for (int q : {rows_param, cols_param})
+    if (fn_.params[q].type.dtype != ir::DType::i32 || fn_.params[q].type.pointer) return std::nullopt;
+  // Alignment the specialization proves: the matrix's start on 16 bytes, its rows whole 16-byte vectors.
+  ir::ValueId pointer_value = -1, stride_value = -1;
+  ir::walk(fn_.body, [&](const ir::Instr& in) {
+    if (in.op != Op::param) return;
+    if (in.as<ir::attr::Param>().index == pointer_param) pointer_value = in.result;
+    if (in.as<ir::attr::Param>().index == stride_param) stride_value = in.result;
+  });
+  if (pointer_value < 0 || stride_value < 0 || a_.axis[pointer_value].divisibility < 16 || a_.axis[stride_value].divisibility * 2 < 16)
+    return std::nullopt;
+  TmaCopy c;
+  c.map = TensorMap{pointer_param, rows_param, cols_param, static_cast<int>(t.dims[0]), 64, t.dtype};
+  c.row0 = row->start;
+  c.col0 = col->start;
+  return c;
+}
+
+void TileEmitter::tma_prefetch(const std::vector<const ir::Instr*>& loads, const std::string& phase, const std::string& on) {
+  std::int64_t bytes = 0;
+  for (const ir::Instr* l : loads) bytes += buffers_[piped_.at(l)].bytes();
+  const std::string bar = tma_bar_ + "_at + 8 * (" + phase + ")";
+  os_ << "  if (tid == 0 && " << on << ") {  // TMA: thread 0 copies the stage, completing on its mbarrier\n";
+  os_ << "    tf_mbar_expect(" << bar << ", " << bytes << ");\n";
+  for (const ir::Instr* l : loads) {
+    const TmaCopy& c = tma_.at(l);
+    const Buffer& b = buffers_[piped_.at(l)];
+    const std::string row0 = c.row0 < 0 ? "0" : v(c.row0), col0 = c.col0 < 0 ? "0" : v(c.col0);
+    for (int j = 0; j < b.cols / 64; ++j)
+      os_ << "    tf_tma2d(tf_sbase + " << b.offset << " + (" << phase << ") * " << b.bytes() << " + " << std::int64_t{j} * b.rows * 128
+          << ", &tf_map" << c.index << ", " << col0 << (j ? " + " + std::to_string(64 * j) : "") << ", " << row0 << ", " << bar << ");\n";
+  }
+  os_ << "  }\n";
+}
+
+}  // namespace tilefuse::codegen
