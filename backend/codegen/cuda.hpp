@@ -4,6 +4,7 @@
 // passes::analyze; the generator spells it out.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ struct Options {
   /// (KernelOptions::tma; see Generated::tensor_maps).
   bool tma = true;
 };
+
+/// The most tensor maps a kernel takes (further loads keep cp.async); the runtime holds as many per launch.
+inline constexpr std::size_t kMaxTensorMaps = 8;
 
 /// A 2D tensor map a kernel takes for its TMA copies: the matrix at pointer parameter `pointer_param`,
 /// `rows_param` rows of `cols_param` elements (the row stride too), read in boxes of `box_rows` x

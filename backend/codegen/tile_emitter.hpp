@@ -118,6 +118,9 @@ class TileEmitter {
   /// the operand is the buffer's transpose (a register operand: written untransposed, its own shape).
   std::pair<int, bool> operand_form(ir::ValueId id) const;
 
+  /// Whether masked load `load`'s `other` (its third operand) is +0, what copies write where the mask is off.
+  bool other_is_plus_zero(const ir::Instr& load) const;
+
   // ---- tile_tma.cpp ----
   /// A pipelined load copied by TMA: its tensor map (tensor_maps_ index) and the block's first row and
   /// column (scalars; -1: 0).

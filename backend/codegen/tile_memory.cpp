@@ -199,6 +199,12 @@ void TileEmitter::shared_load(const ir::Instr& in) {
   copy_into(in, id, "");
 }
 
+bool TileEmitter::other_is_plus_zero(const ir::Instr& load) const {
+  const ir::Instr* d = defs_[load.args[2]];
+  if (d->op == ir::Op::splat) d = defs_[d->args[0]];
+  return d->op == ir::Op::constant && d->as<ir::attr::Constant>().value == 0.0 && !std::signbit(d->as<ir::attr::Constant>().value);
+}
+
 std::string TileEmitter::owner_guard(const TileLayout2& l) {
   unsigned lanes = 0, warps = 0;
   for (std::size_t k = 0; k < l.lane.size(); ++k)
@@ -217,12 +223,7 @@ void TileEmitter::copy_into(const ir::Instr& in, int id, const std::string& phas
   const bool masked = in.args.size() > 1 && !a_.axis[in.args[1]].always_true;
   const int W = vector_width(l, in.args[0], masked ? in.args[1] : -1, t.dtype);
   // A copy zero-fills masked runs, so it serves a load whose `other` is +0.
-  bool zero_other = !masked;
-  if (masked) {
-    const ir::Instr* d = defs_[in.args[2]];
-    if (d->op == ir::Op::splat) d = defs_[d->args[0]];
-    zero_other = d->op == ir::Op::constant && d->as<ir::attr::Constant>().value == 0.0 && !std::signbit(d->as<ir::attr::Constant>().value);
-  }
+  const bool zero_other = !masked || other_is_plus_zero(in);
   if (reads_pending_) {
     barrier();
     reads_pending_ = false;

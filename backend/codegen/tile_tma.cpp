@@ -6,8 +6,6 @@
 // bits, column blocks of 64 elements one after the other, which is what TMA's 128-byte swizzle writes.
 #include "backend/codegen/tile_emitter.hpp"
 
-#include <cmath>
-
 #include "backend/ir/ops.hpp"
 
 namespace tilefuse::codegen {
@@ -26,7 +24,8 @@ struct Index {
 }  // namespace
 
 std::optional<TileEmitter::TmaCopy> TileEmitter::tma_copy(const ir::Instr& load) const {
-  if (!opt_.tma || !uses_warpgroup_mma() || opt_.bounds_checks || loop_depth_ != 0) return std::nullopt;
+  if (!opt_.tma || !uses_warpgroup_mma() || opt_.bounds_checks || loop_depth_ != 0 || tensor_maps_.size() >= kMaxTensorMaps)
+    return std::nullopt;
   const ir::ValueType& t = fn_.values[load.result];
   if (t.rank != 2 || ir::dtype_bytes(t.dtype) != 2 || t.dims[1] % 64 != 0 || t.dims[0] % 8 != 0 || t.dims[0] > 256) return std::nullopt;
   auto def = [&](ir::ValueId x) { return x >= 0 ? defs_[x] : nullptr; };
@@ -38,13 +37,14 @@ std::optional<TileEmitter::TmaCopy> TileEmitter::tma_copy(const ir::Instr& load)
       x = d->args[0];
     return x;
   };
-  // The parameter a scalar is (through integer casts and splats), or -1.
-  auto param_of = [&](ir::ValueId x) {
+  // The parameter value a scalar is (through integer casts and splats), or -1; param_index gives its number.
+  auto param_of = [&](ir::ValueId x) -> ir::ValueId {
     x = strip(x);
     if (const ir::Instr* d = def(x); d && d->op == Op::splat) x = strip(d->args[0]);
     const ir::Instr* d = def(x);
-    return d && d->op == Op::param && fn_.values[x].rank == 0 ? d->as<ir::attr::Param>().index : -1;
+    return d && d->op == Op::param && fn_.values[x].rank == 0 ? x : -1;
   };
+  auto param_index = [&](ir::ValueId x) { return defs_[x]->as<ir::attr::Param>().index; };
   // A 1D index vector start + arange (either order) or arange alone, start an i32 scalar.
   auto index_of = [&](ir::ValueId x) -> std::optional<Index> {
     x = strip(x);
@@ -71,7 +71,7 @@ std::optional<TileEmitter::TmaCopy> TileEmitter::tma_copy(const ir::Instr& load)
   // The pointer: ptr_adds (through broadcasts) down to a splat of a pointer parameter.
   std::vector<ir::ValueId> offsets;
   ir::ValueId p = load.args[0];
-  int pointer_param = -1;
+  ir::ValueId pointer = -1;
   for (;;) {
     p = strip(p);
     const ir::Instr* d = def(p);
@@ -81,13 +81,13 @@ std::optional<TileEmitter::TmaCopy> TileEmitter::tma_copy(const ir::Instr& load)
       p = d->args[0];
       continue;
     }
-    if (d->op == Op::splat) pointer_param = param_of(d->args[0]);
+    if (d->op == Op::splat) pointer = param_of(d->args[0]);
     break;
   }
-  if (pointer_param < 0 || offsets.size() != 2) return std::nullopt;
+  if (pointer < 0 || offsets.size() != 2) return std::nullopt;
   // The offsets: row * stride along dimension 0 and col along dimension 1.
   std::optional<Index> row, col;
-  int stride_param = -1;
+  ir::ValueId stride = -1;
   for (ir::ValueId o : offsets) {
     const ir::Instr* d = def(strip(o));
     if (!d) return std::nullopt;
@@ -95,7 +95,7 @@ std::optional<TileEmitter::TmaCopy> TileEmitter::tma_copy(const ir::Instr& load)
       for (int k = 0; k < 2 && !row; ++k)
         if (const auto a = along(d->args[k]); a && a->first == 0 && param_of(d->args[1 - k]) >= 0) {
           row = a->second;
-          stride_param = param_of(d->args[1 - k]);
+          stride = param_of(d->args[1 - k]);
         }
       if (!row) return std::nullopt;
     } else if (const auto a = along(o); a && a->first == 1 && !col) {
@@ -106,13 +106,8 @@ std::optional<TileEmitter::TmaCopy> TileEmitter::tma_copy(const ir::Instr& load)
   }
   if (!row || !col || row->extent != t.dims[0] || col->extent != t.dims[1]) return std::nullopt;
   // The mask: row < rows and col < stride, both there (anything else: no TMA).
-  if (load.args.size() < 3) return std::nullopt;
-  const ir::Instr* other = def(strip(load.args[2]));
-  if (other && other->op == Op::splat) other = def(other->args[0]);
-  if (!other || other->op != Op::constant || other->as<ir::attr::Constant>().value != 0.0 ||
-      std::signbit(other->as<ir::attr::Constant>().value))
-    return std::nullopt;
-  int rows_param = -1, cols_param = -1;
+  if (load.args.size() < 3 || !other_is_plus_zero(load)) return std::nullopt;
+  ir::ValueId rows_bound = -1, cols_bound = -1;
   std::vector<ir::ValueId> terms{load.args[1]};
   while (!terms.empty()) {
     const ir::ValueId m = strip(terms.back());
@@ -126,26 +121,19 @@ std::optional<TileEmitter::TmaCopy> TileEmitter::tma_copy(const ir::Instr& load)
     }
     if (d->op != Op::lt) return std::nullopt;
     const auto a = along(d->args[0]);
-    const int bound = param_of(d->args[1]);
+    const ir::ValueId bound = param_of(d->args[1]);
     if (!a || bound < 0) return std::nullopt;
-    if (a->first == 0 && a->second == *row) rows_param = bound;
-    else if (a->first == 1 && a->second == *col) cols_param = bound;
+    if (a->first == 0 && a->second == *row) rows_bound = bound;
+    else if (a->first == 1 && a->second == *col) cols_bound = bound;
     else return std::nullopt;
   }
-  if (rows_param < 0 || cols_param != stride_param) return std::nullopt;
-  for (int q : {rows_param, cols_param})
-    if (fn_.params[q].type.dtype != ir::DType::i32 || fn_.params[q].type.pointer) return std::nullopt;
+  if (rows_bound < 0 || cols_bound != stride) return std::nullopt;
+  for (ir::ValueId q : {rows_bound, cols_bound})
+    if (fn_.values[q].dtype != ir::DType::i32 || fn_.values[q].pointer) return std::nullopt;
   // Alignment the specialization proves: the matrix's start on 16 bytes, its rows whole 16-byte vectors.
-  ir::ValueId pointer_value = -1, stride_value = -1;
-  ir::walk(fn_.body, [&](const ir::Instr& in) {
-    if (in.op != Op::param) return;
-    if (in.as<ir::attr::Param>().index == pointer_param) pointer_value = in.result;
-    if (in.as<ir::attr::Param>().index == stride_param) stride_value = in.result;
-  });
-  if (pointer_value < 0 || stride_value < 0 || a_.axis[pointer_value].divisibility < 16 || a_.axis[stride_value].divisibility * 2 < 16)
-    return std::nullopt;
+  if (a_.axis[pointer].divisibility < 16 || a_.axis[stride].divisibility * 2 < 16) return std::nullopt;
   TmaCopy c;
-  c.map = TensorMap{pointer_param, rows_param, cols_param, static_cast<int>(t.dims[0]), 64, t.dtype};
+  c.map = TensorMap{param_index(pointer), param_index(rows_bound), param_index(cols_bound), static_cast<int>(t.dims[0]), 64, t.dtype};
   c.row0 = row->start;
   c.col0 = col->start;
   return c;

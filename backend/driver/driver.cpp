@@ -74,13 +74,6 @@ bool resolve(void* lib, const char* symbol, F& out, std::string& reason) {
   return out != nullptr;
 }
 
-// An entry point only some kernels need (a driver without it runs every other kernel).
-template <class F>
-bool resolve_optional(void* lib, const char* symbol, F& out) {
-  out = reinterpret_cast<F>(dlsym(lib, symbol));
-  return true;
-}
-
 std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
 // The CUBINs tilefuse loads come from the NVRTC of the toolkit it was built with (CUDA_VERSION of its
@@ -131,7 +124,7 @@ bool resolve_api(void* lib, Api& a, std::string& why) {
       resolve(lib, "cuEventCreate", a.event_create, why) && resolve(lib, "cuEventDestroy_v2", a.event_destroy, why) &&
       resolve(lib, "cuEventRecord", a.event_record, why) &&
       resolve(lib, "cuEventSynchronize", a.event_synchronize, why) &&
-      resolve(lib, "cuEventElapsedTime_v2", a.event_elapsed_time, why) && resolve_optional(lib, "cuTensorMapEncodeTiled", a.tensor_map_encode_tiled);
+      resolve(lib, "cuEventElapsedTime_v2", a.event_elapsed_time, why);
 }
 
 // Starts the driver and reads device 0's properties into `st` (its context retained); false, with
@@ -191,6 +184,8 @@ State& state() {
       return st;
     }
     st.ok = driver_new_enough(lib, st.api, st.reason) && resolve_api(lib, st.api, st.reason) && start_device(st);
+    // Only kernels with TMA copies need it (a driver without it runs every other kernel).
+    st.api.tensor_map_encode_tiled = reinterpret_cast<decltype(st.api.tensor_map_encode_tiled)>(dlsym(lib, "cuTensorMapEncodeTiled"));
     return st;
   }();
   return s;

@@ -464,8 +464,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
   struct alignas(64) TensorMapBytes {
     unsigned char bytes[128];
   };
-  TensorMapBytes maps[8];
-  if (entry->tensor_maps.size() > 8) throw std::logic_error("tilefuse: kernel '" + fn_.name + "' has more than 8 tensor maps");
+  TensorMapBytes maps[codegen::kMaxTensorMaps];
   for (std::size_t k = 0; k < entry->tensor_maps.size(); ++k) {
     const codegen::TensorMap& m = entry->tensor_maps[k];
     const std::int32_t rows = args[m.rows_param].i32, cols = args[m.cols_param].i32;
