@@ -33,17 +33,18 @@ struct Options {
   bool bounds_checks = false;
   /// Tile division rounds correctly (IEEE) instead of through div.full.f32 (KernelOptions::precise_division).
   bool precise_division = false;
-  /// Pipelined loads of row-major matrix blocks in kernels on warpgroup MMA are copied by TMA
-  /// (KernelOptions::tma; see Generated::tensor_maps).
+  /// Pipelined loads of row-major matrix blocks in kernels on warpgroup MMA are copied by TMA, and a last
+  /// store of such a block goes out through TMA (KernelOptions::tma; see Generated::tensor_maps).
   bool tma = true;
 };
 
-/// The most tensor maps a kernel takes (further loads keep cp.async); the runtime holds as many per launch.
+/// The most tensor maps a kernel takes (further loads keep cp.async, stores go from registers); the
+/// runtime holds as many per launch.
 inline constexpr std::size_t kMaxTensorMaps = 8;
 
-/// A 2D tensor map a kernel takes for its TMA copies: the matrix at pointer parameter `pointer_param`,
-/// `rows_param` rows of `cols_param` elements (the row stride too), read in boxes of `box_rows` x
-/// `box_cols` with 128-byte swizzle. The kernel takes it as a trailing `const __grid_constant__ tf_tmap`
+/// A 2D tensor map a kernel takes for its TMA copies or store: the matrix at pointer parameter
+/// `pointer_param`, `rows_param` rows of `cols_param` elements (the row stride too), read or written in
+/// boxes of `box_rows` x `box_cols` with 128-byte swizzle. The kernel takes it as a trailing `const __grid_constant__ tf_tmap`
 /// parameter, after every other; the runtime encodes it from the launch's arguments.
 struct TensorMap {
   int pointer_param = 0;

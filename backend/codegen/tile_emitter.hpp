@@ -137,6 +137,13 @@ class TileEmitter {
   /// so); the tile is 16-bit elements, its columns a multiple of 64 (boxes of 128-byte rows, the swizzle
   /// the buffer already has), its rows a multiple of 8 up to 256.
   std::optional<TmaCopy> tma_copy(const ir::Instr& load) const;
+  /// The block of a row-major matrix that `pointer_tile` (a 2D pointer tile of type t's shape) addresses
+  /// under `mask`, as tma_copy describes it (also the checks of the kernel and the tile it names there),
+  /// if TMA can move it.
+  std::optional<TmaCopy> matrix_block(ir::ValueId pointer_tile, ir::ValueId mask, const ir::ValueType& t) const;
+  /// Emits store `in` as a TMA store if it can be one (a block tma_copy would take, outside loops, the
+  /// last global access of the kernel) and says whether it did.
+  bool tma_store(const ir::Instr& in);
   /// Emits the TMA copies of `loads` (all in tma_) into stage `phase` of their buffers, issued by thread
   /// 0 when `on`, completing on the stage's mbarrier of the current loop (tma_bar_).
   void tma_prefetch(const std::vector<const ir::Instr*>& loads, const std::string& phase, const std::string& on);

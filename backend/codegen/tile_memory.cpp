@@ -137,6 +137,7 @@ void TileEmitter::store(const ir::Instr& in) {
         << text::to_storage(t.dtype, v(value)) << ";\n";
     return;
   }
+  if (tma_store(in)) return;
   const TileLayout2 l = layout_of(value);
   const bool masked = in.args.size() > 2 && !a_.axis[in.args[2]].always_true;
   int W = pointer_width(l, in.args[0], t.dtype);

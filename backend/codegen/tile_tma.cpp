@@ -4,8 +4,10 @@
 // that mbarrier where it would wait for its own cp.async groups (wait_for). The buffers keep the layout
 // the cp.async copies write: rows of 128 bytes with their 16-byte chunks swizzled by the row's low three
 // bits, column blocks of 64 elements one after the other, which is what TMA's 128-byte swizzle writes.
+// A store of such a block, last in the kernel, goes the other way (tma_store).
 #include "backend/codegen/tile_emitter.hpp"
 
+#include "backend/codegen/text.hpp"
 #include "backend/ir/ops.hpp"
 
 namespace tilefuse::codegen {
@@ -24,9 +26,13 @@ struct Index {
 }  // namespace
 
 std::optional<TileEmitter::TmaCopy> TileEmitter::tma_copy(const ir::Instr& load) const {
+  if (load.args.size() < 3 || !other_is_plus_zero(load)) return std::nullopt;
+  return matrix_block(load.args[0], load.args[1], fn_.values[load.result]);
+}
+
+std::optional<TileEmitter::TmaCopy> TileEmitter::matrix_block(ir::ValueId pointer_tile, ir::ValueId mask, const ir::ValueType& t) const {
   if (!opt_.tma || !uses_warpgroup_mma() || opt_.bounds_checks || loop_depth_ != 0 || tensor_maps_.size() >= kMaxTensorMaps)
     return std::nullopt;
-  const ir::ValueType& t = fn_.values[load.result];
   if (t.rank != 2 || ir::dtype_bytes(t.dtype) != 2 || t.dims[1] % 64 != 0 || t.dims[0] % 8 != 0 || t.dims[0] > 256) return std::nullopt;
   auto def = [&](ir::ValueId x) { return x >= 0 ? defs_[x] : nullptr; };
   // x through integer casts and broadcasts.
@@ -70,7 +76,7 @@ std::optional<TileEmitter::TmaCopy> TileEmitter::tma_copy(const ir::Instr& load)
   };
   // The pointer: ptr_adds (through broadcasts) down to a splat of a pointer parameter.
   std::vector<ir::ValueId> offsets;
-  ir::ValueId p = load.args[0];
+  ir::ValueId p = pointer_tile;
   ir::ValueId pointer = -1;
   for (;;) {
     p = strip(p);
@@ -106,9 +112,9 @@ std::optional<TileEmitter::TmaCopy> TileEmitter::tma_copy(const ir::Instr& load)
   }
   if (!row || !col || row->extent != t.dims[0] || col->extent != t.dims[1]) return std::nullopt;
   // The mask: row < rows and col < stride, both there (anything else: no TMA).
-  if (load.args.size() < 3 || !other_is_plus_zero(load)) return std::nullopt;
+  if (mask < 0) return std::nullopt;
   ir::ValueId rows_bound = -1, cols_bound = -1;
-  std::vector<ir::ValueId> terms{load.args[1]};
+  std::vector<ir::ValueId> terms{mask};
   while (!terms.empty()) {
     const ir::ValueId m = strip(terms.back());
     terms.pop_back();
@@ -154,6 +160,59 @@ void TileEmitter::tma_prefetch(const std::vector<const ir::Instr*>& loads, const
           << ", &tf_map" << c.index << ", " << col0 << (j ? " + " + std::to_string(64 * j) : "") << ", " << row0 << ", " << bar << ");\n";
   }
   os_ << "  }\n";
+}
+
+// A store of a block of a row-major matrix (the shape tma_copy takes, masked by the matrix's bounds) as
+// the kernel's last global access: the tile goes into shared memory in the swizzled layout TMA reads
+// (16-byte chunks of each 128-byte row XORed with the row's low three bits, column blocks of 64 one after
+// the other), then thread 0 stores it with one bulk tensor copy per column block, which writes whole
+// 128-byte lines and leaves out whatever lies outside the matrix. Thread by thread, the same store wrote
+// 4 bytes at a time from the tensor cores' layout, 16 of every 32-byte sector per instruction.
+bool TileEmitter::tma_store(const ir::Instr& in) {
+  const ir::ValueId value = in.args[1];
+  const ir::ValueType& t = fn_.values[value];
+  if (in.args.size() < 3) return false;
+  // Nothing after it touches global memory: the bulk copy completes after the kernel's own accesses.
+  bool seen = false, later = false;
+  ir::walk(fn_.body, [&](const ir::Instr& x) {
+    if (&x == &in) seen = true;
+    else if (seen && op_info(x.op).family == ir::Family::memory) later = true;
+  });
+  if (later) return false;
+  auto c = matrix_block(in.args[0], in.args[2], t);
+  if (!c) return false;
+  c->index = static_cast<int>(tensor_maps_.size());
+  tensor_maps_.push_back(c->map);
+  Buffer b;
+  b.rows = static_cast<int>(t.dims[0]);
+  b.cols = static_cast<int>(t.dims[1]);
+  b.offset = allocate_operand(b.bytes());
+  if (reads_pending_) {
+    barrier();
+    reads_pending_ = false;
+  }
+  const passes::TileLayout2 l = layout_of(value);
+  const std::string x = get(value, l);
+  const int W = std::min(register_run(l), 8);
+  const std::string S = text::storage_type(t.dtype);
+  os_ << "  // TMA store: the tile into shared memory as 64-column blocks of 128-byte swizzled rows, then thread 0\n"
+      << "  // copies each block to the matrix (tf_map" << c->index << "), leaving out what lies outside it\n";
+  os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
+  os_ << "    " << S << " tf_w[" << W << "];\n";
+  os_ << "#pragma unroll\n    for (int k = 0; k < " << W << "; ++k) tf_w[k] = " << text::to_storage(t.dtype, x + "[e0 + k]") << ";\n";
+  os_ << "    tf_store_vec<" << S << ", " << W << ">(reinterpret_cast<" << S << "*>(tf_shared + " << swizzled(b, coord(l, 0, "e0"), "(" + coord(l, 1, "e0") + ") >> 3")
+      << " + ((" << coord(l, 1, "e0") << ") & 7) * 2), tf_w);\n";
+  os_ << "  }\n";
+  os_ << "  tf_fence_async_shared();  // the copy engine reads what these threads wrote\n";
+  barrier();
+  const std::string row0 = c->row0 < 0 ? "0" : v(c->row0), col0 = c->col0 < 0 ? "0" : v(c->col0);
+  os_ << "  if (tid == 0) {\n";
+  for (int j = 0; j < b.cols / 64; ++j)
+    os_ << "    tf_tma2d_store(&tf_map" << c->index << ", " << col0 << (j ? " + " + std::to_string(64 * j) : "") << ", " << row0 << ", tf_sbase + "
+        << b.offset + std::int64_t{j} * b.rows * 128 << ");\n";
+  os_ << "    tf_tma_store_wait();  // (the block's shared memory must outlive the copies' reads of it)\n";
+  os_ << "  }\n";
+  return true;
 }
 
 }  // namespace tilefuse::codegen

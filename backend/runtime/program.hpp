@@ -47,7 +47,9 @@ struct KernelOptions {
   bool warpgroup_mma = true;
   /// For programs on warpgroup MMA: a loop's pipelined loads of row-major matrix blocks whose masks are
   /// the matrix's bounds are copied by TMA (one thread per stage, completing on an mbarrier) instead of
-  /// each thread's cp.async (codegen::TensorMap says which loads). false keeps cp.async.
+  /// each thread's cp.async, and a store of such a block outside loops that is the kernel's last global
+  /// access goes out through shared memory and TMA (codegen::TensorMap says which). false keeps cp.async
+  /// and stores from registers.
   bool tma = true;
 };
 

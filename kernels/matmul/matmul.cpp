@@ -2,7 +2,8 @@
 // without GELU, over K steps of 64, with the fastest block shapes measured on the H200 (bench/NOTES.md):
 // with warpgroup MMA (sm_90) blocks of 128 x 256 of C over 8 warps (two warpgroups of 64 x 256) and four
 // stages of copies (TMA, where the rows of A and B are whole 16-byte vectors: K and N multiples of 8), each
-// iteration's wgmmas running on while the next copies land; with mma.sync blocks of
+// iteration's wgmmas running on while the next copies land, and C stored through TMA (N a multiple of 8);
+// with mma.sync blocks of
 // 128 x 128 over 4 warps (each a 64 x 64 block of C) and two stages.
 #include "kernels/matmul/matmul.hpp"
 

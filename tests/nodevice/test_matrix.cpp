@@ -230,28 +230,37 @@ TEST(Matrix, CopiesAheadFollowTheBodysFirstBarrier) {
   EXPECT_LT(b.find("-> shared buffer 2, stage (tf_stage0"), b.find("tf_wgmma_wait<0>")) << b;
 }
 
+// The launcher's sm_90 matmul with the GELU epilogue: 128 x 256 x 64 blocks over 8 warps, 4 stages.
+using GeluMatmul = Kernel<&kernels::matmul_program<tl::bf16, 128, 256, 64, kernels::MatmulEpilogue::gelu>>;
+KernelOptions matmul_options(bool tma = true) {
+  KernelOptions o{8};
+  o.num_stages = 4;
+  o.tma = tma;
+  return o;
+}
+
 // TMA copies (sm_90, warpgroup MMA): the matmul's loads of A [M, K] and B [K, N] blocks are row-major
 // matrix blocks masked by the matrices' bounds, so each becomes a tensor map the kernel takes as a
 // trailing parameter, and the loop's copies are thread 0's bulk tensor copies completing on an mbarrier
-// per stage. Not where a row's 16-byte alignment is not proven (K not a multiple of 8: A keeps cp.async,
-// B still TMA), nor with KernelOptions::tma off, nor on mma.sync, nor with bounds checks; attention's
+// per stage; C's store is a third map (TmaStoresTheLastBlock). Not where a row's 16-byte alignment is not
+// proven (K not a multiple of 8: A keeps cp.async, B still TMA), nor with KernelOptions::tma off, nor on mma.sync, nor with bounds checks; attention's
 // loads (no column mask) keep cp.async. The kernel compiles for sm_90a without spills.
 TEST(Matrix, TmaCopiesRowMajorBlocks) {
-  using Matmul = Kernel<&kernels::matmul_program<tl::bf16, 128, 256, 64, kernels::MatmulEpilogue::gelu>>;
-  KernelOptions o{8};
-  o.num_stages = 4;
-  Matmul k("matmul_tma", o);
+  GeluMatmul k("matmul_tma", matmul_options());
   const Program& p = k.program();
   Specialization spec = p.default_specialization();
   const codegen::Generated g = p.generate(spec, "sm_90");
-  ASSERT_EQ(g.tensor_maps.size(), 2u) << g.source;
-  // Parameters: a b bias c M N K.
+  ASSERT_EQ(g.tensor_maps.size(), 3u) << g.source;
+  // Parameters: a b bias c M N K; A and B are copied in, C stored out.
   const codegen::TensorMap& a = g.tensor_maps[0];
   EXPECT_EQ(std::tuple(a.pointer_param, a.rows_param, a.cols_param, a.box_rows, a.box_cols), std::tuple(0, 4, 6, 128, 64));
   const codegen::TensorMap& b = g.tensor_maps[1];
   EXPECT_EQ(std::tuple(b.pointer_param, b.rows_param, b.cols_param, b.box_rows, b.box_cols), std::tuple(1, 6, 5, 64, 64));
+  const codegen::TensorMap& c = g.tensor_maps[2];
+  EXPECT_EQ(std::tuple(c.pointer_param, c.rows_param, c.cols_param, c.box_rows, c.box_cols), std::tuple(3, 4, 5, 128, 64));
   EXPECT_EQ(a.dtype, ir::DType::bf16);
-  EXPECT_NE(g.source.find(", const __grid_constant__ tf_tmap tf_map0, const __grid_constant__ tf_tmap tf_map1) {"), std::string::npos);
+  EXPECT_NE(g.source.find(", const __grid_constant__ tf_tmap tf_map0, const __grid_constant__ tf_tmap tf_map1, const __grid_constant__ tf_tmap tf_map2) {"),
+            std::string::npos);
   EXPECT_EQ(test::occurrences(g.source, "tf_tma2d(tf_sbase"), 3u * 5u) << g.source;  // (prologue's two stages and the loop's: A one box, B four)
   EXPECT_EQ(g.source.find("tf_cp16(tf_sbase"), std::string::npos);
   const auto info = p.compile(spec, "sm_90");
@@ -260,8 +269,9 @@ TEST(Matrix, TmaCopiesRowMajorBlocks) {
   // K not a multiple of 8: A's rows are not whole 16-byte vectors; B's (N) are.
   spec.divisibility[6] = 4;
   const codegen::Generated mixed = p.generate(spec, "sm_90");
-  ASSERT_EQ(mixed.tensor_maps.size(), 1u);
+  ASSERT_EQ(mixed.tensor_maps.size(), 2u);
   EXPECT_EQ(mixed.tensor_maps[0].pointer_param, 1);
+  EXPECT_EQ(mixed.tensor_maps[1].pointer_param, 3);
   EXPECT_EQ(test::occurrences(mixed.source, "tf_tma2d(tf_sbase"), 3u * 4u) << mixed.source;
   EXPECT_EQ(test::occurrences(mixed.source, "&tf_map0"), 3u * 4u) << mixed.source;
   // Off: no tensor maps.
@@ -269,11 +279,39 @@ TEST(Matrix, TmaCopiesRowMajorBlocks) {
   Specialization checked = p.default_specialization();
   checked.bounds_checks = true;
   EXPECT_TRUE(p.generate(checked, "sm_90").tensor_maps.empty());
-  o.tma = false;
-  Matmul off("matmul_no_tma", o);
+  GeluMatmul off("matmul_no_tma", matmul_options(false));
   EXPECT_TRUE(off.program().generate(off.program().default_specialization(), "sm_90").tensor_maps.empty());
   Kernel<&kernels::attention_program<tl::bf16, 64, 64, 128, true>> attention("attention_no_tma", KernelOptions{4});
   EXPECT_TRUE(attention.program().generate(attention.program().default_specialization(), "sm_90").tensor_maps.empty());
+}
+
+// The matmul's store of C (a block of a row-major matrix, masked by its bounds, the kernel's last global
+// access) goes through shared memory and TMA: the tile written into a 64-column block layout of 128-byte
+// swizzled rows, made visible to the copy engine, a barrier, then thread 0's one bulk store per column block,
+// waiting until they have read shared memory. Not when C's rows are not whole 16-byte vectors (N odd),
+// on sm_80, or with TMA off: stores from registers there.
+TEST(Matrix, TmaStoresTheLastBlock) {
+  GeluMatmul k("matmul_tma_store", matmul_options());
+  const Program& p = k.program();
+  Specialization spec = p.default_specialization();
+  const std::string src = p.cuda_source(spec, "sm_90");
+  EXPECT_EQ(test::occurrences(src, "tf_tma2d_store(&tf_map2, "), 4u) << src;
+  const std::size_t fence = src.find("tf_fence_async_shared();  // the copy engine"), barrier = src.find("__syncthreads();", fence),
+                    first = src.find("tf_tma2d_store(&tf_map2, v"), wait = src.find("tf_tma_store_wait();");
+  ASSERT_NE(fence, std::string::npos) << src;
+  EXPECT_LT(barrier, first);
+  EXPECT_LT(first, wait);
+  EXPECT_EQ(src.find("tf_store_vec<tf_u16, 2>(v"), std::string::npos) << "no store from registers to global memory";
+  const auto info = p.compile(spec, "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+  spec.divisibility[5] = 1;  // N odd: neither B nor C is a TMA block
+  const codegen::Generated odd = p.generate(spec, "sm_90");
+  ASSERT_EQ(odd.tensor_maps.size(), 1u);
+  EXPECT_EQ(odd.tensor_maps[0].pointer_param, 0);
+  EXPECT_EQ(odd.source.find("tf_tma2d_store(&"), std::string::npos);
+  EXPECT_EQ(p.cuda_source(p.default_specialization(), "sm_80").find("tf_tma2d_store"), std::string::npos);
+  GeluMatmul off("matmul_no_tma_store", matmul_options(false));
+  EXPECT_EQ(off.program().cuda_source(off.program().default_specialization(), "sm_90").find("tf_tma2d_store"), std::string::npos);
 }
 
 // With TMA copies the loop body keeps one barrier: each thread waits on the stage's mbarrier, then the

@@ -1,6 +1,7 @@
 //! TMA helpers (sm_90), emitted only into kernels whose pipelined loads are copied by the tensor memory
 //! accelerator: the tensor map parameter type, the mbarriers a stage's copies complete on, and the 2D
-//! bulk tensor copy. One thread issues a stage's copies; every thread waits on the stage's mbarrier.
+//! bulk tensor copies, into shared memory and out of it. One thread issues a stage's copies; every thread
+//! waits on the stage's mbarrier.
 // ---- tilefuse TMA helpers ----
 // A tensor map (CUtensorMap: 128 opaque bytes) as a kernel parameter, encoded by the runtime at launch.
 struct __align__(64) tf_tmap { unsigned long long opaque[16]; };
@@ -25,4 +26,13 @@ __device__ __forceinline__ void tf_tma2d(unsigned dst, const tf_tmap* map, int c
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
+// Stores the box of `map` at (c0 inner, c1 outer) from shared address `src` (elements outside the tensor
+// map's dimensions are not written), as one bulk-copy group.
+__device__ __forceinline__ void tf_tma2d_store(const tf_tmap* map, int c0, int c1, unsigned src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+               :: "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(src) : "memory");
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+// Waits until this thread's bulk stores have read their shared memory.
+__device__ __forceinline__ void tf_tma_store_wait() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 // ---- end of TMA helpers ----
