@@ -35,12 +35,7 @@ TileEmitter::View TileEmitter::operand_view(ir::ValueId id) {
     reads_pending_ = false;
   }
   os_ << "  // %" << id << " -> shared buffer " << k << " as a dot operand\n";
-  const std::string owner = owner_guard(l);
-  if (!owner.empty()) os_ << "  if (" << owner << ") {  // (held more than once: its first holders write it)\n";
-  os_ << "#pragma unroll\n  for (int e = 0; e < " << l.per_thread() << "; ++e)\n";
-  os_ << "    *reinterpret_cast<tf_u16*>(tf_shared + " << swizzled(b, coord(l, 0), "(" + coord(l, 1) + ") >> 3") << " + (("
-      << coord(l, 1) << ") & 7) * 2) = " << text::to_storage(t.dtype, x + "[e]") << ";\n";
-  if (!owner.empty()) os_ << "  }\n";
+  write_buffer(b, l, x, t.dtype, 1);
   if (loop_depth_ == 0) views_[id] = View{k, false};
   return View{k, false};
 }

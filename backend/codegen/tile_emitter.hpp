@@ -183,6 +183,10 @@ class TileEmitter {
   /// block c / (R / 16), R = the block's row bytes, at chunk (c % (R / 16)) ^ (the swizzle of r).
   std::string swizzled(const Buffer& b, const std::string& row, const std::string& chunk, const std::string& phase) const;
   std::string swizzled(const Buffer& b, const std::string& row, const std::string& chunk) const { return swizzled(b, row, chunk, b.phase); }
+  /// Writes x (a tile in layout l, its elements of dtype dt) into buffer `b` at its swizzled places, in
+  /// runs of W elements (a run of consecutive registers, within one 16-byte chunk), each element by its
+  /// first holder only.
+  void write_buffer(const Buffer& b, const passes::TileLayout2& l, const std::string& x, ir::DType dt, int W);
   /// Loads of a loop's body that are copied ahead (they feed only dots and depend on nothing but the
   /// induction variable and values from outside the loop).
   std::vector<const ir::Instr*> pipelined_loads(const ir::Instr& loop) const;

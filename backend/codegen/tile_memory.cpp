@@ -206,6 +206,25 @@ bool TileEmitter::other_is_plus_zero(const ir::Instr& load) const {
   return d->op == ir::Op::constant && d->as<ir::attr::Constant>().value == 0.0 && !std::signbit(d->as<ir::attr::Constant>().value);
 }
 
+void TileEmitter::write_buffer(const Buffer& b, const TileLayout2& l, const std::string& x, ir::DType dt, int W) {
+  const std::string owner = owner_guard(l);
+  if (!owner.empty()) os_ << "  if (" << owner << ") {  // (held more than once: its first holders write it)\n";
+  const std::string S = text::storage_type(dt);
+  if (W == 1) {
+    os_ << "#pragma unroll\n  for (int e = 0; e < " << l.per_thread() << "; ++e)\n";
+    os_ << "    *reinterpret_cast<" << S << "*>(tf_shared + " << swizzled(b, coord(l, 0), "(" + coord(l, 1) + ") >> 3") << " + (("
+        << coord(l, 1) << ") & 7) * 2) = " << text::to_storage(dt, x + "[e]") << ";\n";
+  } else {
+    os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
+    os_ << "    " << S << " tf_w[" << W << "];\n";
+    os_ << "#pragma unroll\n    for (int k = 0; k < " << W << "; ++k) tf_w[k] = " << text::to_storage(dt, x + "[e0 + k]") << ";\n";
+    os_ << "    tf_store_vec<" << S << ", " << W << ">(reinterpret_cast<" << S << "*>(tf_shared + "
+        << swizzled(b, coord(l, 0, "e0"), "(" + coord(l, 1, "e0") + ") >> 3") << " + ((" << coord(l, 1, "e0") << ") & 7) * 2), tf_w);\n";
+    os_ << "  }\n";
+  }
+  if (!owner.empty()) os_ << "  }\n";
+}
+
 std::string TileEmitter::owner_guard(const TileLayout2& l) {
   unsigned lanes = 0, warps = 0;
   for (std::size_t k = 0; k < l.lane.size(); ++k)

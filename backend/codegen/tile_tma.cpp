@@ -7,7 +7,6 @@
 // A store of such a block, last in the kernel, goes the other way (tma_store).
 #include "backend/codegen/tile_emitter.hpp"
 
-#include "backend/codegen/text.hpp"
 #include "backend/ir/ops.hpp"
 
 namespace tilefuse::codegen {
@@ -172,6 +171,8 @@ bool TileEmitter::tma_store(const ir::Instr& in) {
   const ir::ValueId value = in.args[1];
   const ir::ValueType& t = fn_.values[value];
   if (in.args.size() < 3) return false;
+  auto c = matrix_block(in.args[0], in.args[2], t);
+  if (!c) return false;
   // Nothing after it touches global memory: the bulk copy completes after the kernel's own accesses.
   bool seen = false, later = false;
   ir::walk(fn_.body, [&](const ir::Instr& x) {
@@ -179,8 +180,6 @@ bool TileEmitter::tma_store(const ir::Instr& in) {
     else if (seen && op_info(x.op).family == ir::Family::memory) later = true;
   });
   if (later) return false;
-  auto c = matrix_block(in.args[0], in.args[2], t);
-  if (!c) return false;
   c->index = static_cast<int>(tensor_maps_.size());
   tensor_maps_.push_back(c->map);
   Buffer b;
@@ -193,16 +192,9 @@ bool TileEmitter::tma_store(const ir::Instr& in) {
   }
   const passes::TileLayout2 l = layout_of(value);
   const std::string x = get(value, l);
-  const int W = std::min(register_run(l), 8);
-  const std::string S = text::storage_type(t.dtype);
   os_ << "  // TMA store: the tile into shared memory as 64-column blocks of 128-byte swizzled rows, then thread 0\n"
       << "  // copies each block to the matrix (tf_map" << c->index << "), leaving out what lies outside it\n";
-  os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
-  os_ << "    " << S << " tf_w[" << W << "];\n";
-  os_ << "#pragma unroll\n    for (int k = 0; k < " << W << "; ++k) tf_w[k] = " << text::to_storage(t.dtype, x + "[e0 + k]") << ";\n";
-  os_ << "    tf_store_vec<" << S << ", " << W << ">(reinterpret_cast<" << S << "*>(tf_shared + " << swizzled(b, coord(l, 0, "e0"), "(" + coord(l, 1, "e0") + ") >> 3")
-      << " + ((" << coord(l, 1, "e0") << ") & 7) * 2), tf_w);\n";
-  os_ << "  }\n";
+  write_buffer(b, l, x, t.dtype, std::min(register_run(l), 8));
   os_ << "  tf_fence_async_shared();  // the copy engine reads what these threads wrote\n";
   barrier();
   const std::string row0 = c->row0 < 0 ? "0" : v(c->row0), col0 = c->col0 < 0 ? "0" : v(c->col0);

@@ -1,9 +1,9 @@
 // 2D tiles and dot on the GPU: attention (fused and naive) in every mode and matmul at ragged and
 // aligned shapes against float64 on fresh random inputs with outputs poisoned first, and the program
 // with every 2D operation against the interpreter.
-#include <cmath>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <tuple>
 
 #include "backend/runtime/buffer.hpp"

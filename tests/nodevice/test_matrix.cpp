@@ -243,8 +243,9 @@ KernelOptions matmul_options(bool tma = true) {
 // matrix blocks masked by the matrices' bounds, so each becomes a tensor map the kernel takes as a
 // trailing parameter, and the loop's copies are thread 0's bulk tensor copies completing on an mbarrier
 // per stage; C's store is a third map (TmaStoresTheLastBlock). Not where a row's 16-byte alignment is not
-// proven (K not a multiple of 8: A keeps cp.async, B still TMA), nor with KernelOptions::tma off, nor on mma.sync, nor with bounds checks; attention's
-// loads (no column mask) keep cp.async. The kernel compiles for sm_90a without spills.
+// proven (K not a multiple of 8: A keeps cp.async, B still TMA), nor with KernelOptions::tma off, nor on
+// mma.sync, nor with bounds checks; attention's loads (no column mask) keep cp.async. The kernel compiles
+// for sm_90a without spills.
 TEST(Matrix, TmaCopiesRowMajorBlocks) {
   GeluMatmul k("matmul_tma", matmul_options());
   const Program& p = k.program();
