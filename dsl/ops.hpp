@@ -71,6 +71,7 @@ TILEFUSE_FLOAT_UNARY(log, log, natural logarithm)
 TILEFUSE_FLOAT_UNARY(sqrt, sqrt, square root)
 TILEFUSE_FLOAT_UNARY(rsqrt, rsqrt, reciprocal square root)
 TILEFUSE_FLOAT_UNARY(erf, erf, the error function)
+TILEFUSE_FLOAT_UNARY(gelu, gelu, the GELU x Phi(x) = x (1 + erf(x / sqrt 2)) / 2 within 2e-7 max(1, |x|) (docs/dsl.md))
 #undef TILEFUSE_FLOAT_UNARY
 
 /// Uniform random f32 in [0, 1) for each offset: Philox4x32-10 keyed by `seed` with the offset as counter

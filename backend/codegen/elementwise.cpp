@@ -36,6 +36,7 @@ constexpr Spelling kSpellings[] = {
     {Op::sqrt, "sqrtf($0)", nullptr, true},
     {Op::rsqrt, "rsqrtf($0)", nullptr, true},
     {Op::erf, "erff($0)", nullptr, true},
+    {Op::gelu, "tf_gelu($0)", nullptr, true},
     {Op::eq, "$0 == $1", "$0 == $1", false},
     {Op::ne, "$0 != $1", "$0 != $1", false},
     {Op::logical_and, "$0 && $1", "$0 && $1", false},

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 
+#include "backend/numerics/gelu.hpp"
 #include "backend/numerics/philox.hpp"
 
 namespace tilefuse::interp {
@@ -186,6 +187,7 @@ void Program::float_element(const ir::Instr& in, std::size_t j, Value& r, DType 
     case Op::sqrt: x = std::sqrt(f(0)); break;
     case Op::rsqrt: x = 1.0f / std::sqrt(f(0)); break;
     case Op::erf: x = std::erf(f(0)); break;
+    case Op::gelu: x = numerics::gelu(f(0)); break;
     case Op::abs: x = std::fabs(f(0)); break;
     default: fail(in, "unsupported float op");
   }

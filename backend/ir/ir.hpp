@@ -55,6 +55,7 @@ enum class Op : std::uint8_t {
   add, sub, mul, div, rem,
   minimum, maximum,
   neg, exp, exp2, log, sqrt, rsqrt, abs, erf,
+  gelu,          ///< x Phi(x), the GELU of x (erf form; see tl::gelu for its error)
   lt, le, gt, ge, eq, ne,
   logical_and, logical_or, logical_not,
   select,        ///< (cond, a, b): a where cond else b

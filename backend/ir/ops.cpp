@@ -36,6 +36,7 @@ constexpr OpInfo kTable[] = {
     {Op::rsqrt, "rsqrt", 1, 1, true, true, false, A::none, T::float_math, F::elementwise},
     {Op::abs, "abs", 1, 1, true, true, false, A::none, T::unary, F::elementwise},
     {Op::erf, "erf", 1, 1, true, true, false, A::none, T::float_math, F::elementwise},
+    {Op::gelu, "gelu", 1, 1, true, true, false, A::none, T::float_math, F::elementwise},
     {Op::lt, "lt", 2, 2, true, true, false, A::none, T::compare, F::elementwise},
     {Op::le, "le", 2, 2, true, true, false, A::none, T::compare, F::elementwise},
     {Op::gt, "gt", 2, 2, true, true, false, A::none, T::compare, F::elementwise},

@@ -17,11 +17,6 @@ template <int BLOCK>
 tl::Tile<tl::i64, BLOCK> flat_index(tl::Scalar<tl::i32> row, tl::Scalar<tl::i32> n, tl::Tile<tl::i32, BLOCK> cols) {
   return tl::cast<tl::i64>(row) * tl::cast<tl::i64>(n) + tl::cast<tl::i64>(cols);
 }
-// GELU, erf form: 0.5 h (1 + erf(h / sqrt 2)).
-template <int BLOCK>
-tl::Tile<tl::f32, BLOCK> gelu(tl::Tile<tl::f32, BLOCK> h) {
-  return 0.5 * h * (1.0 + tl::erf(h * 0.70710678118654752));
-}
 // Inverted dropout: h / (1 - p) where rand(seed, offset + index) >= p, else 0.
 template <int BLOCK>
 tl::Tile<tl::f32, BLOCK> dropout(tl::Tile<tl::f32, BLOCK> h, tl::Scalar<tl::f32> p, tl::Scalar<tl::i64> seed,
@@ -39,7 +34,7 @@ void epilogue_program(tl::Ptr<T> x, tl::Ptr<T> bias, tl::Ptr<T> residual, tl::Pt
   auto mask = cols < n;
   auto at = row * n + cols;
   auto h = tl::cast<tl::f32>(tl::load(x + at, mask)) + tl::cast<tl::f32>(tl::load(bias + cols, mask));
-  auto d = detail::dropout(detail::gelu(h), p, seed, offset, detail::flat_index(row, n, cols));
+  auto d = detail::dropout(tl::gelu(h), p, seed, offset, detail::flat_index(row, n, cols));
   tl::store(y + at, tl::cast<T>(d + tl::cast<tl::f32>(tl::load(residual + at, mask))), mask);
 }
 
@@ -60,7 +55,7 @@ void gelu_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> n) {
   auto cols = tl::arange<BLOCK>();
   auto mask = cols < n;
   auto at = row * n + cols;
-  tl::store(out + at, tl::cast<T>(detail::gelu(tl::cast<tl::f32>(tl::load(in + at, mask)))), mask);
+  tl::store(out + at, tl::cast<T>(tl::gelu(tl::cast<tl::f32>(tl::load(in + at, mask)))), mask);
 }
 
 /// Unfused step 3: t = dropout(t).

@@ -13,7 +13,7 @@ namespace tilefuse::kernels {
 /// The epilogue a matmul applies to A B + bias.
 enum class MatmulEpilogue : std::uint8_t {
   none,  ///< C = A B + bias
-  gelu,  ///< C = gelu(A B + bias), the exact (erf) GELU
+  gelu,  ///< C = gelu(A B + bias), the erf GELU (tl::gelu)
 };
 
 /// Blocks of C along M that consecutive programs share (grouped order: programs that run together read
@@ -45,7 +45,7 @@ void matmul_program(tl::Ptr<T> a, tl::Ptr<T> b, tl::Ptr<T> bias, tl::Ptr<T> c, t
     return std::tuple{t::dot(A, B, acc)};
   });
   auto x = acc + t::cast<t::f32>(t::load(bias + cols, cols < N))(t::none, t::all);
-  if constexpr (E == MatmulEpilogue::gelu) x = 0.5f * x * (1.0f + t::erf(x * 0.70710678118654752f));
+  if constexpr (E == MatmulEpilogue::gelu) x = t::gelu(x);
   t::store(c + t::cast<t::i64>(rows(t::all, t::none)) * t::cast<t::i64>(N) + cols(t::none, t::all), t::cast<T>(x), row_in & col_in);
 }
 

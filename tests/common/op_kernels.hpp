@@ -42,6 +42,8 @@ inline const std::vector<FloatOp>& float_ops() {
       {"cast(i32(x*10))", [](double x) { return std::trunc(x * 10); }},
       {"x==x&!(x!=x)", [](double) { return 1.0; }},
       {"1-x", [](double x) { return 1 - x; }},
+      {"erf", [](double x) { return std::erf(x); }},
+      {"gelu", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
   };
   return ops;
 }
@@ -73,6 +75,8 @@ void float_ops_program(tl::Ptr<T> x, tl::Ptr<T> out, tl::Scalar<tl::i32> n) {
   put(tl::cast<T>(tl::cast<tl::i32>(v * 10.0)));
   put(tl::cast<T>(tl::cast<tl::i32>((v == v) & !(v != v))));
   put(1.0 - v);
+  put(tl::erf(v));
+  put(tl::gelu(v));
 }
 
 /// The integer ops int_ops_program writes, with their int64 meanings (results wrap to 32 bits).

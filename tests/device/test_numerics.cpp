@@ -1,7 +1,10 @@
 // Device tier, numerics at the edges: the interpreter tier's checks (tests/common/edge_rows.hpp) on the GPU.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "tests/common/edge_rows.hpp"
+#include "tests/common/gelu_check.hpp"
 #include "tests/common/gpu.hpp"
 
 namespace {
@@ -23,6 +26,12 @@ TEST_F(NumericsGpu, LayerNormAtTheEdges) {
     test::check_layernorm_edges<bfloat16>(cols, Backend::gpu);
     test::check_layernorm_edges<half>(cols, Backend::gpu);
   }
+}
+
+// The GPU's reciprocal and ex2 approximations add to the formula's own error (2e-7 in the interpreter).
+TEST_F(NumericsGpu, GeluWithinItsBound) {
+  const double worst = test::check_gelu(Backend::gpu, 1 << 20, 3e-7);
+  std::printf("gelu: worst error %.3g max(1, |x|)\n", worst);
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // Numerics at the edges in the interpreter: softmax and LayerNorm on rows with NaN, infinities, only
 // -inf, a constant, huge and tiny magnitudes, in every dtype and at a width for each variant family (the
-// GPU tier runs the same checks: tests/device/test_numerics.cpp).
+// GPU tier runs the same checks: tests/device/test_numerics.cpp); tl::gelu against float64 within its bound.
 #include <gtest/gtest.h>
 
 #include "tests/common/edge_rows.hpp"
+#include "tests/common/gelu_check.hpp"
 
 using namespace tilefuse;
 
@@ -21,6 +22,11 @@ TEST(Numerics, LayerNormAtTheEdges) {
     test::check_layernorm_edges<bfloat16>(cols, Backend::interpreter);
     test::check_layernorm_edges<half>(cols, Backend::interpreter);
   }
+}
+
+TEST(Numerics, GeluWithinItsBound) {
+  const double worst = test::check_gelu(Backend::interpreter, 200001, 2e-7);
+  RecordProperty("worst_error", std::to_string(worst));
 }
 
 TEST(Numerics, ZeroColumnsIsANamedError) {

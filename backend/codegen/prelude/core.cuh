@@ -21,6 +21,20 @@ __device__ __forceinline__ int tf_f2i(float f) { return __float2int_rz(f); }
 // (.ftz: results below 2^-126 flush to 0, which spares the range scaling around each ex2.)
 __device__ __forceinline__ float tf_exp2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 __device__ __forceinline__ float tf_exp(float x) { return tf_exp2(x * 1.44269504088896341f); }
+// GELU, x Phi(x), through Abramowitz and Stegun 7.1.26 for Phi(-|x|) = erfc(|x| / sqrt 2) / 2: one rcp, one
+// ex2 and a dozen FMAs where erff takes about thirty instructions. The formula, its constants and its error
+// (below 2e-7 max(1, |x|)) are backend/numerics/gelu.hpp's, which the interpreter runs; keep them in step.
+__device__ __forceinline__ float tf_gelu(float x) {
+  const float z = fabsf(x) * 0.70710678118654752f;
+  float t;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(fmaf(0.3275911f, z, 1.0f)));
+  float p = fmaf(t, 0.5307027145f, -0.7265760135f);
+  p = fmaf(t, p, 0.7107068705f);
+  p = fmaf(t, p, -0.142248368f);
+  p = fmaf(t, p, 0.127414796f);
+  const float q = p * t * tf_exp2(x * x * -0.72134752044448170f);
+  return x * (x >= 0.0f ? 1.0f - q : q);
+}
 #ifdef TF_PRECISE_DIVISION  // KernelOptions::precise_division: IEEE division, correctly rounded
 __device__ __forceinline__ float tf_div(float a, float b) { return __fdiv_rn(a, b); }
 #else
