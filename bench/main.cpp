@@ -8,7 +8,7 @@
 // --benchmark_filter=sweep) and prints their x-copy distribution at the end.
 // Tuning flags set kernels::Tuning for every launch (unset: each kernel's rule; bench/sweep_rows.sh sweeps
 // them): --row-elements N, --resident-threads N, --staged-warps N, --stage-bytes N, --carveout P,
-// --looped-programs-per-sm K, --split-programs-per-sm K.
+// --looped-programs-per-sm K, --split-programs-per-sm K, --split-group-bytes N.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -81,6 +81,10 @@ bool tuning_flag(const std::string& flag, const char* value, kernels::Tuning& t)
     t.stage_bytes = std::stoll(value);
     return true;
   }
+  if (flag == "--split-group-bytes") {
+    t.split_group_bytes = std::stoll(value);
+    return true;
+  }
   const struct {
     const char* name;
     std::optional<bool>* field;
@@ -118,7 +122,7 @@ int main(int argc, char** argv) {
                     "  variant does not take are skipped\n"
                     "tuning flags (kernels::Tuning; unset: each kernel's rule): --row-elements N, --resident-threads N,\n"
                     "  --staged-warps N, --stage-bytes N, --carveout P, --looped-programs-per-sm K,\n"
-                    "  --split-programs-per-sm K, --peel 0|1, --pack-rows 0|1, --stage-rows 0|1,\n"
+                    "  --split-programs-per-sm K, --split-group-bytes N, --peel 0|1, --pack-rows 0|1, --stage-rows 0|1,\n"
                     "  --stride-rows 0|1\n\n");
         rest.push_back(argv[i]);
       } else if (a == "--smoke") r.smoke = true;

@@ -75,6 +75,7 @@ void validate(const Tuning& t) {
   check_range(t.shared_carveout, -1, 100, false, "shared_carveout", "from -1 to 100");
   check_range(t.looped_programs_per_sm, 1, 64, false, "looped_programs_per_sm", "from 1 to 64");
   check_range(t.split_programs_per_sm, 1, 64, false, "split_programs_per_sm", "from 1 to 64");
+  check_range(t.split_group_bytes, std::int64_t{1} << 20, std::int64_t{1} << 30, false, "split_group_bytes", "from 2^20 to 2^30");
 }
 
 int row_warps(std::int64_t block, int per_thread) {
@@ -156,7 +157,8 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
   // launch over the group about 4 programs per SM (Tuning::split_programs_per_sm), then the group again
   // if its partials outgrow the workspace.
   const std::int64_t row_bytes = cols * element_bytes;
-  const std::int64_t by_l2 = target.l2_bytes > 0 ? std::max<std::int64_t>(1, target.l2_bytes / 2 / row_bytes) : rows;
+  const std::int64_t group_bytes = tuning.split_group_bytes.value_or(target.l2_bytes / 2);
+  const std::int64_t by_l2 = group_bytes > 0 ? std::max<std::int64_t>(1, group_bytes / row_bytes) : rows;
   const std::int64_t groups = (rows + by_l2 - 1) / by_l2;
   const std::int64_t per_sm = tuning.split_programs_per_sm.value_or(4);
   SplitPlan plan;

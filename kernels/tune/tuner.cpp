@@ -65,6 +65,7 @@ const std::vector<Knob>& knobs() {
       {"split_programs_per_sm",
        [](const Tuning& t) { return t.split_programs_per_sm ? std::optional<std::int64_t>(*t.split_programs_per_sm) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.split_programs_per_sm = static_cast<int>(v); }},
+      {"split_group_bytes", [](const Tuning& t) { return t.split_group_bytes; }, [](Tuning& t, std::int64_t v) { t.split_group_bytes = v; }},
       {"peel", [](const Tuning& t) { return t.peel ? std::optional<std::int64_t>(*t.peel) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.peel = v != 0; }},
       {"pack_rows", [](const Tuning& t) { return t.pack_rows ? std::optional<std::int64_t>(*t.pack_rows) : std::nullopt; },

@@ -62,6 +62,14 @@ TEST(RowsChoice, SplitGroupsFitHalfTheL2AndTheWorkspace) {
   kernels::Tuning sixteen;
   sixteen.split_programs_per_sm = 16;
   EXPECT_EQ(kernels::split_plan(h200, 125, 737080, 2, 4096, 1024, sixteen).splits, 132);
+  // Tuning::split_group_bytes: groups of at most 6 MB, so 32 groups of 4 rows, 132 programs per row.
+  kernels::Tuning six_mb;
+  six_mb.split_group_bytes = 6 << 20;
+  plan = kernels::split_plan(h200, 125, 737080, 2, 4096, 1024, six_mb);
+  EXPECT_EQ(plan.group, 4);
+  EXPECT_EQ(plan.splits, 132);
+  six_mb.split_group_bytes = 1000;
+  EXPECT_THROW(kernels::validate(six_mb), std::invalid_argument);
   // 5 rows of 855125 f32 (17 MB): one group, 106 programs per row.
   plan = kernels::split_plan(h200, 5, 855125, 4, 4096, 1024);
   EXPECT_EQ(plan.splits, 106);
