@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/reference.hpp"
+
 namespace tilefuse::reference {
 
 /// Attention in float64 of the inputs as stored: O and the natural log-sum-exp per row.
@@ -49,7 +51,7 @@ std::vector<double> matmul(const std::vector<H>& a, const std::vector<H>& b, con
     for (std::int64_t j = 0; j < N; ++j) {
       double x = double(float(bias[j]));
       for (std::int64_t kk = 0; kk < K; ++kk) x += double(float(a[i * K + kk])) * double(float(b[kk * N + j]));
-      if (gelu) x = 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+      if (gelu) x = reference::gelu(x);
       c[i * N + j] = x;
     }
   return c;

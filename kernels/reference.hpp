@@ -20,6 +20,9 @@ template <class H> float to_float(H x) { return static_cast<float>(x); }
 template <class H> H from_float(float f) { return H(f); }
 template <> inline float from_float<float>(float f) { return f; }
 
+/// The GELU in float64, erf form: x Phi(x) = x (1 + erf(x / sqrt 2)) / 2.
+inline double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
 /// `n` normally distributed values (mean `mean`, standard deviation `stddev`) rounded to H.
 template <class H>
 std::vector<H> random_vector(std::size_t n, std::uint64_t seed, float mean = 0.f, float stddev = 1.f) {
@@ -125,7 +128,7 @@ std::vector<double> epilogue(std::span<const H> x, std::span<const H> bias, std:
     for (std::int64_t c = 0; c < cols; ++c) {
       const std::int64_t i = r * cols + c;
       const double h = static_cast<double>(to_float(x[i])) + to_float(bias[c]);
-      const double g = 0.5 * h * (1.0 + std::erf(h / std::sqrt(2.0)));
+      const double g = gelu(h);
       const bool keep = philox_uniform(static_cast<std::uint64_t>(seed), offset + i) >= p;
       y[i] = (keep ? g / (1.0 - static_cast<double>(p)) : 0.0) + to_float(residual[i]);
     }
