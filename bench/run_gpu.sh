@@ -14,7 +14,8 @@
 #   BUILD     the build folder (default build-gpu).
 #   SANITIZE=0 skips the sanitize step; SWEEP=N the sweep's shapes (default 60; 0 skips it);
 #   SWEEP_PEERS=0 times the row peers on the bench table's shapes only, not on the sweep's;
-#   PEAK_TFLOPS the roofline's tensor-core ceiling (default 989, the H200's dense f16/bf16 rate).
+#   PEAK_TFLOPS the roofline's tensor-core ceiling (default 989, the H200's dense f16/bf16 rate);
+#   TREE the commit the report names (default: git rev-parse of the checkout, for copies without .git).
 set -uo pipefail
 out=${1:?usage: run_gpu.sh OUT_DIR [peers.py]}
 peers=${2:-}
@@ -116,7 +117,7 @@ fi
 gpu=$(sed -n 2p "$out/device.txt" | cut -d, -f1 | tr 'A-Z' 'a-z' | sed 's/^nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
 report="$out/$(date -u +%F)-${gpu:-gpu}.md"
 {
-  echo "# tilefuse on $(head -2 "$out/device.txt" | tail -1), $(date -u '+%F %H:%M UTC'), tree $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "# tilefuse on $(head -2 "$out/device.txt" | tail -1), $(date -u '+%F %H:%M UTC'), tree ${TREE:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   echo
   echo "Every figure below comes from this one run (bench/run_gpu.sh): medians of CUDA-event-timed runs, inputs"
   echo "rotated past the L2, the device copy of the same bytes timed in the same process; peers in the same run."

@@ -14,17 +14,27 @@ bool split_fits(std::int64_t rows, std::int64_t cols, int, const RowOptions& opt
   return few_rows(tilefuse::target(opt.backend), rows, cols, layernorm_launch::kLoopBlock);
 }
 
-// In order of preference: the first entry whose `fits` holds is the automatic choice. The staged and
-// cluster kernels read the row once but are not chosen: the looped one is measured ahead of them on the
-// wide rows (bench/NOTES.md).
+// Rows too wide for one program: staged (read once, a cluster of up to 8 stages of kNormStageBytes or
+// Tuning::stage_bytes) where it fits, unless the looped kernel's second pass finds its rows in the L2
+// (looped_rereads_fit_l2).
+bool staged_chosen(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, opt.tuning.stage_bytes.value_or(kNormStageBytes) / element_bytes);
+  const Target target = tilefuse::target(opt.backend);
+  return (cols <= piece || (cols <= 8 * piece && target.clusters)) &&
+         !looped_rereads_fit_l2(target, rows, cols * element_bytes, looped_shape(opt.tuning, layernorm_launch::kLoopBlock).warps, opt.tuning);
+}
+
+// In order of preference: the first entry whose `fits` holds is the automatic choice. The cluster kernel
+// (rows in registers over a cluster) is measured behind the staged and looped ones on every wide row
+// (bench/NOTES.md) and is never chosen.
 constexpr VariantInfo kVariants[] = {
     {RowVariant::split, "layernorm_split", "each row over several programs and two kernels, partial sums in scratch (few wide rows)", 2,
      true, false, 0, split_fits},
     {RowVariant::one_program, "layernorm", "one program per row, the row in registers, two-pass", 1, false, false, kNormMaxCols,
      one_program_fits},
-    {RowVariant::looped, "layernorm_looped", "one program per row looping over it, shifted sums", 2, false, false, 0, always_fits},
     {RowVariant::staged, "layernorm_staged", "the row staged through shared memory, a cluster per row past 32 KB, two-pass", 1, false, true,
-     kNormStagedMaxCols, nullptr},
+     kNormStagedMaxCols, staged_chosen},
+    {RowVariant::looped, "layernorm_looped", "one program per row looping over it, shifted sums", 2, false, false, 0, always_fits},
     {RowVariant::cluster, "layernorm_cluster", "a row over a thread-block cluster, two-pass in registers", 1, false, true, kNormClusterMaxCols,
      nullptr},
 };

@@ -147,6 +147,15 @@ bool few_rows(const Target& target, std::int64_t programs, std::int64_t cols, st
   return target.gpu && programs < 2 * std::int64_t{target.sm_count} && cols >= 2 * piece;
 }
 
+bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t row_bytes, int warps, const Tuning& tuning) {
+  if (!target.gpu) return true;
+  const std::int64_t sms = std::max(1, target.sm_count);
+  if (rows < 2 * sms) return false;
+  std::int64_t per_sm = std::max(1, tuning.resident_threads.value_or(kLoopedResidentThreads) / (32 * std::max(1, warps)));
+  if (tuning.looped_programs_per_sm) per_sm = std::min<std::int64_t>(per_sm, *tuning.looped_programs_per_sm);
+  return std::min(rows, per_sm * sms) * row_bytes <= target.l2_bytes;
+}
+
 SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
                      std::int64_t max_splits, const Tuning& tuning) {
   const std::int64_t most = std::clamp<std::int64_t>((cols + piece - 1) / piece, 1, max_splits);

@@ -94,6 +94,20 @@ bool few_rows(const Target& target, std::int64_t programs, std::int64_t cols, st
 SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
                      std::int64_t max_splits, const Tuning& tuning = {});
 
+/// Threads per SM the looped-kernel rule below counts as resident when Tuning::resident_threads is unset:
+/// 1024, what ptxas's 64 registers per thread leave for the looped kernels of whole-vector rows (those
+/// of windows take 76-80 and keep 768: the rule counts more rows in flight than run, erring to read once).
+inline constexpr int kLoopedResidentThreads = 1024;
+
+/// Whether the automatic choice sends rows too wide for one program to the looped kernel (which reads a
+/// row twice) rather than to a staged one (which reads it once): when the second pass finds the row in
+/// the L2, i.e. the rows in flight at once (the looped programs of `warps` warps resident on every SM,
+/// kLoopedResidentThreads or Tuning::resident_threads a SM, at most Tuning::looped_programs_per_sm, and
+/// no more than `rows`) times `row_bytes` fit the L2, and the launch fills the GPU (two rows a SM at
+/// least). Past that the second pass reads DRAM again and the staged kernel moves fewer bytes. The
+/// interpreter (no L2, no SMs): yes, the looped kernels run on every target.
+bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t row_bytes, int warps, const Tuning& tuning = {});
+
 /// Whether rows of `cols` elements of `element_bytes` are read through aligned windows (RowWindow in
 /// kernels/rows/programs.hpp): rows that are not a whole number of 16-byte vectors, when Tuning::peel (or,
 /// unset, the family's rule `by_default`) says so. Rows that are start at a vector boundary wherever the

@@ -36,9 +36,10 @@ inline constexpr std::int64_t kSoftmaxAutoMaxStageBytes = 65536;
 std::span<const VariantInfo> softmax_variants();
 /// The variant softmax_auto runs for `rows` rows of `cols` elements of `element_bytes` on `opt.backend`.
 RowVariant softmax_choice(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt = {});
-/// Whether softmax_auto sends rows of `cols` elements of `element_bytes` to the staged kernel: one
+/// Whether softmax_auto can send rows of `cols` elements of `element_bytes` to the staged kernel: one
 /// program, or a cluster of at most 8 whose stages hold at most kSoftmaxAutoMaxStageBytes each (or
-/// Tuning::stage_bytes when that is larger).
+/// Tuning::stage_bytes when that is larger). It does when, besides, the looped kernel's second pass would
+/// not find its rows in the L2 (looped_rereads_fit_l2 in kernels/rows/rules.hpp).
 bool softmax_staged_fits(std::int64_t cols, int element_bytes, Backend backend, const Tuning& tuning = {});
 
 /// Scratch for the split-row softmax: rows x splits partial maxima and sums (f32).

@@ -21,6 +21,15 @@ bool staged_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOp
   return cols <= piece || (cols <= 8 * piece && tilefuse::target(opt.backend).clusters);
 }
 
+// Rows too wide for one program: staged (read once) where it fits, unless the looped kernel's second
+// pass finds its rows in the L2 (looped_rereads_fit_l2): then the looped kernel, which keeps more rows in
+// flight than stages of them fit in shared memory.
+bool staged_chosen(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  return staged_fits(rows, cols, element_bytes, opt) &&
+         !looped_rereads_fit_l2(tilefuse::target(opt.backend), rows, cols * element_bytes,
+                                looped_shape(opt.tuning, softmax_launch::kLoopBlock).warps, opt.tuning);
+}
+
 // Few wide rows: split when the read-once choice (one program per row, or a staged cluster of up to 8)
 // would leave the GPU short of programs.
 bool split_fits(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
@@ -35,7 +44,7 @@ constexpr VariantInfo kVariants[] = {
      true, false, 0, split_fits},
     {RowVariant::one_program, "softmax", "one program per row, the row in registers", 1, false, false, kSoftmaxMaxCols, one_program_fits},
     {RowVariant::staged, "softmax_staged", "the row staged through shared memory (cp.async), a cluster per row past 32 KB", 1, false, true,
-     kSoftmaxStagedMaxCols, staged_fits},
+     kSoftmaxStagedMaxCols, staged_chosen},
     {RowVariant::looped, "softmax_looped", "one program per row looping over it, online max and sum", 2, false, false, 0,
      always_fits},
     {RowVariant::cluster, "softmax_cluster", "a row over a thread-block cluster, in registers (DSMEM)", 1, false, true, kSoftmaxClusterMaxCols, nullptr},

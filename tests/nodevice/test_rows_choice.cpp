@@ -46,6 +46,37 @@ TEST(RowsChoice, FewWideRowsAreSplitOverTheGpu) {
   EXPECT_EQ(kernels::layernorm_choice(5, 855125, 4, kInterpreter), RowVariant::looped);
 }
 
+TEST(RowsChoice, WideRowsLoopWhereTheSecondPassFindsThemInTheL2) {
+  InspectLaunches h200;  // 132 SMs, 50 MB of L2; the looped kernels' 256-thread programs count 4 a SM
+  // 528 rows of 41.7 KB in flight (22 MB) fit the L2: the looped kernels read each row again from there.
+  EXPECT_EQ(kernels::softmax_choice(19269, 20853, 2, kGpu), RowVariant::looped);
+  EXPECT_EQ(kernels::layernorm_choice(19269, 20853, 2, kGpu), RowVariant::looped);
+  EXPECT_EQ(kernels::softmax_choice(845, 44547, 2, kGpu), RowVariant::looped);  // 528 x 89 KB = 47 MB
+  // 528 rows of 115 KB (61 MB) do not: the staged kernels read each row once.
+  EXPECT_EQ(kernels::softmax_choice(2158, 57480, 2, kGpu), RowVariant::staged);
+  EXPECT_EQ(kernels::layernorm_choice(2158, 57480, 2, kGpu), RowVariant::staged);
+  EXPECT_EQ(kernels::layernorm_choice(591, 61744, 2, kGpu), RowVariant::staged);  // 65 MB
+  // Fewer rows in flight, as the looped kernels' knobs ask: one program a SM (15 MB), or 512 threads a SM.
+  kernels::Tuning one;
+  one.looped_programs_per_sm = 1;
+  EXPECT_EQ(kernels::softmax_choice(2158, 57480, 2, {Backend::gpu, nullptr, one}), RowVariant::looped);
+  kernels::Tuning half;
+  half.resident_threads = 512;
+  EXPECT_EQ(kernels::layernorm_choice(2158, 57480, 2, {Backend::gpu, nullptr, half}), RowVariant::looped);
+  // Rows too few for two looped programs a SM read once: 100 rows of 256 KB (25 MB) as staged clusters of 4.
+  EXPECT_EQ(kernels::softmax_choice(100, 131072, 2, kGpu), RowVariant::staged);
+  // Too wide for a cluster of stages: looped, whatever the L2.
+  EXPECT_EQ(kernels::layernorm_choice(1000, 300000, 4, kGpu), RowVariant::looped);
+  // The rule on its own: on an interpreter (no L2) the looped kernels run.
+  const Target sm90{"sm_90", true, 132, true, 232448, 50 << 20};
+  EXPECT_TRUE(kernels::looped_rereads_fit_l2(sm90, 528, 99000, 8));
+  EXPECT_FALSE(kernels::looped_rereads_fit_l2(sm90, 528, 100000, 8));
+  EXPECT_FALSE(kernels::looped_rereads_fit_l2(sm90, 263, 1000, 8));
+  EXPECT_TRUE(kernels::looped_rereads_fit_l2(Target{}, 1, 1 << 30, 8));
+  EXPECT_EQ(kernels::softmax_choice(1000, 20000, 2, kInterpreter), RowVariant::looped);
+  EXPECT_EQ(kernels::layernorm_choice(1000, 20000, 2, kInterpreter), RowVariant::looped);
+}
+
 TEST(RowsChoice, SplitGroupsFitHalfTheL2AndTheWorkspace) {
   const Target h200{"sm_90", true, 132, true, 232448, 50 << 20};
   // 8 rows of 2^21 bf16 (4 MB each, 32 MB in all): at most 6 rows (24 MB) a group, so two groups of 4
