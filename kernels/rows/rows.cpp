@@ -153,7 +153,7 @@ bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t
   if (rows < 2 * sms) return false;
   std::int64_t per_sm = std::max(1, tuning.resident_threads.value_or(kLoopedResidentThreads) / (32 * std::max(1, warps)));
   if (tuning.looped_programs_per_sm) per_sm = std::min<std::int64_t>(per_sm, *tuning.looped_programs_per_sm);
-  return std::min(rows, per_sm * sms) * row_bytes <= target.l2_bytes;
+  return std::min(rows, per_sm * sms) * row_bytes * 100 <= target.l2_bytes * kLoopedL2Percent;
 }
 
 SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,

@@ -47,12 +47,15 @@ TEST(RowsChoice, FewWideRowsAreSplitOverTheGpu) {
 }
 
 TEST(RowsChoice, WideRowsLoopWhereTheSecondPassFindsThemInTheL2) {
-  InspectLaunches h200;  // 132 SMs, 50 MB of L2; the looped kernels' 256-thread programs count 4 a SM
-  // 528 rows of 41.7 KB in flight (22 MB) fit the L2: the looped kernels read each row again from there.
+  // The H200 as its driver reports it: 132 SMs, 60 MB of L2, of which the rows in flight may fill 80%
+  // (48 MB); the looped kernels' 256-thread programs count 4 a SM, 528 rows in flight.
+  const Target sm90{"sm_90", true, 132, true, 232448, 60 << 20};
+  InspectLaunches h200("sm_90", &sm90);
+  // 528 rows of 41.7 KB in flight (22 MB): the looped kernels read each row again from the L2.
   EXPECT_EQ(kernels::softmax_choice(19269, 20853, 2, kGpu), RowVariant::looped);
   EXPECT_EQ(kernels::layernorm_choice(19269, 20853, 2, kGpu), RowVariant::looped);
   EXPECT_EQ(kernels::softmax_choice(845, 44547, 2, kGpu), RowVariant::looped);  // 528 x 89 KB = 47 MB
-  // 528 rows of 115 KB (61 MB) do not: the staged kernels read each row once.
+  // 528 rows of 115 KB (61 MB) are too many: the staged kernels read each row once.
   EXPECT_EQ(kernels::softmax_choice(2158, 57480, 2, kGpu), RowVariant::staged);
   EXPECT_EQ(kernels::layernorm_choice(2158, 57480, 2, kGpu), RowVariant::staged);
   EXPECT_EQ(kernels::layernorm_choice(591, 61744, 2, kGpu), RowVariant::staged);  // 65 MB
@@ -68,9 +71,8 @@ TEST(RowsChoice, WideRowsLoopWhereTheSecondPassFindsThemInTheL2) {
   // Too wide for a cluster of stages: looped, whatever the L2.
   EXPECT_EQ(kernels::layernorm_choice(1000, 300000, 4, kGpu), RowVariant::looped);
   // The rule on its own: on an interpreter (no L2) the looped kernels run.
-  const Target sm90{"sm_90", true, 132, true, 232448, 50 << 20};
-  EXPECT_TRUE(kernels::looped_rereads_fit_l2(sm90, 528, 99000, 8));
-  EXPECT_FALSE(kernels::looped_rereads_fit_l2(sm90, 528, 100000, 8));
+  EXPECT_TRUE(kernels::looped_rereads_fit_l2(sm90, 528, 95000, 8));    // 50.2 MB of 50.3
+  EXPECT_FALSE(kernels::looped_rereads_fit_l2(sm90, 528, 96000, 8));   // 50.7 MB
   EXPECT_FALSE(kernels::looped_rereads_fit_l2(sm90, 263, 1000, 8));
   EXPECT_TRUE(kernels::looped_rereads_fit_l2(Target{}, 1, 1 << 30, 8));
   EXPECT_EQ(kernels::softmax_choice(1000, 20000, 2, kInterpreter), RowVariant::looped);
