@@ -1,7 +1,10 @@
 // The bench harness's shared state and rows (see harness.hpp).
 #include "bench/harness.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
+#include <vector>
 #include <map>
 
 namespace tilefuse::bench {
@@ -64,6 +67,14 @@ std::string case_impl(const kernels::VariantInfo& v, const VariantCase& k) {
   std::string impl = std::string("tilefuse ") + kernels::variant_name(k.variant);
   if (k.splits > 0) impl += " (" + std::to_string(k.splits) + (k.variant == kernels::RowVariant::split ? " per row, 2 kernels)" : " programs)");
   return impl + ": " + v.summary;
+}
+
+void parallel_blocks(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& f) {
+  const std::int64_t threads = std::clamp<std::int64_t>(std::thread::hardware_concurrency(), 1, std::max<std::int64_t>(count, 1));
+  std::vector<std::thread> pool;
+  for (std::int64_t t = 1; t < threads; ++t) pool.emplace_back([&, t] { f(count * t / threads, count * (t + 1) / threads); });
+  f(0, count / threads);
+  for (auto& th : pool) th.join();
 }
 
 }  // namespace tilefuse::bench

@@ -6,6 +6,8 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <utility>
@@ -55,6 +57,40 @@ void timed(benchmark::internal::Benchmark* b);
 /// "4096x4096/f32": a shape's part of a benchmark name.
 std::string shape_name(std::int64_t rows, std::int64_t cols, const char* dtype);
 
+/// Calls f(first, end) on contiguous blocks of [0, count) on every core of the host, and returns when all
+/// are done: the bench's float64 references and random inputs, which on one core took seconds per row of
+/// a 1 GB matrix (most of a full run's time on the GPU machine).
+void parallel_blocks(std::int64_t count, const std::function<void(std::int64_t, std::int64_t)>& f);
+
+/// `ref(x_rows, n)`, a float64 reference of `n` rows of `cols` (reference::softmax and its kin), over all
+/// `rows` rows of `x`: the rows split into blocks computed in parallel, each row exactly as one call would.
+template <class H, class Ref>
+std::vector<double> reference_by_rows(std::span<const H> x, std::int64_t rows, std::int64_t cols, Ref&& ref) {
+  std::vector<double> y(x.size());
+  parallel_blocks(rows, [&](std::int64_t first, std::int64_t end) {
+    const auto part = ref(x.subspan(static_cast<std::size_t>(first * cols), static_cast<std::size_t>((end - first) * cols)), end - first);
+    std::copy(part.begin(), part.end(), y.begin() + first * cols);
+  });
+  return y;
+}
+
+/// A random N(0, 1) matrix of `n` elements, the same for the same `seed`: blocks of 2^20 elements, block k
+/// drawn by reference::random_vector from seed and k, in parallel.
+template <class H>
+std::vector<H> random_input(std::size_t n, std::uint64_t seed) {
+  constexpr std::int64_t kBlock = std::int64_t{1} << 20;
+  std::vector<H> v(n);
+  const auto blocks = static_cast<std::int64_t>((n + kBlock - 1) / kBlock);
+  parallel_blocks(blocks, [&](std::int64_t first, std::int64_t end) {
+    for (std::int64_t k = first; k < end; ++k) {
+      const auto len = std::min<std::size_t>(kBlock, n - static_cast<std::size_t>(k * kBlock));
+      const auto part = reference::random_vector<H>(len, seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(k));
+      std::copy(part.begin(), part.end(), v.begin() + k * kBlock);
+    }
+  });
+  return v;
+}
+
 /// One row-kernel benchmark's inputs: a random rows x cols matrix uploaded to enough buffer sets to
 /// overflow the L2, output sets beside them, and a stream. `ok` is false (and the row skipped) without a GPU.
 template <class H>
@@ -78,7 +114,7 @@ struct RowCase {
     stream = std::make_unique<driver::Stream>();
     opt = kernels::RowOptions{Backend::gpu, stream->handle(), run().tuning};
     sets = rotation_sets(2 * bytes);
-    data = input ? std::move(input) : std::make_shared<const std::vector<H>>(reference::random_vector<H>(n, 7));
+    data = input ? std::move(input) : std::make_shared<const std::vector<H>>(random_input<H>(n, 7));
     host = *data;
     for (int s = 0; s < sets; ++s) {
       xs.emplace_back(host);

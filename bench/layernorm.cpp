@@ -38,7 +38,9 @@ void norm(benchmark::State& state, const Case& k) {
   };
   launch(0);
   double err = 0;
-  const auto ref = k.rms ? reference::rmsnorm<H>(rc.host, hw, k.rows, k.cols, 1e-6) : reference::layernorm<H>(rc.host, hw, hb, k.rows, k.cols, 1e-5);
+  const auto ref = reference_by_rows(rc.host, k.rows, k.cols, [&](std::span<const H> part, std::int64_t n) {
+    return k.rms ? reference::rmsnorm<H>(part, hw, n, k.cols, 1e-6) : reference::layernorm<H>(part, hw, hb, n, k.cols, 1e-5);
+  });
   if (!rc.check(state, ref, &err)) return;
   const double c = copy_time_us(rc.bytes, rc.sets, rc.handle(), runs);
   Timing t;

@@ -14,6 +14,12 @@ using kernels::RowVariant;
 
 const kernels::VariantInfo& info(RowVariant v) { return kernels::find_variant(kernels::softmax_variants(), v, "softmax"); }
 
+// The float64 softmax of `rows` rows of `x`, on every core.
+template <class H>
+std::vector<double> softmax_reference(std::span<const H> x, std::int64_t rows, std::int64_t cols) {
+  return reference_by_rows(x, rows, cols, [&](std::span<const H> part, std::int64_t n) { return reference::softmax<H>(part, n, cols); });
+}
+
 // The fused kernel and the five unfused kernels on one shape.
 template <class H>
 void fused_and_unfused(benchmark::State& state, std::int64_t rows, std::int64_t cols, const char* dtype) {
@@ -24,13 +30,14 @@ void fused_and_unfused(benchmark::State& state, std::int64_t rows, std::int64_t 
   kernels::UnfusedScratch<DeviceBuffer<H>> scratch{DeviceBuffer<H>(rows), DeviceBuffer<H>(n), DeviceBuffer<H>(n), DeviceBuffer<H>(rows)};
   kernels::softmax(rc.xs[0], rc.ys[0], rows, cols, rc.opt);
   double err = 0;
-  if (!rc.check(state, reference::softmax<H>(rc.host, rows, cols), &err)) return;
+  const auto ref = softmax_reference(rc.host, rows, cols);
+  if (!rc.check(state, ref, &err)) return;
   const double c = copy_time_us(bytes, rc.sets, rc.handle(), runs);
   const auto times = time_fused_and_unfused(
       state, [&](int s) { kernels::softmax(rc.xs[s], rc.ys[s], rows, cols, rc.opt); },
       [&](int s) { kernels::softmax_unfused(rc.xs[s], rc.ys[s], scratch, rows, cols, rc.opt); }, rc.sets, rc.handle(), 20, runs);
   add_fused_rows(state, "softmax", "tilefuse fused", "tilefuse unfused (5 kernels)", rows, cols, dtype, times, c, 2.0 * bytes, 4, err);
-  add_peer_row(rc, "softmax", rows, cols, dtype, reference::softmax<H>(rc.host, rows, cols), c, 2.0 * bytes, runs,
+  add_peer_row(rc, "softmax", rows, cols, dtype, ref, c, 2.0 * bytes, runs,
                [&](const PeerKernel& k, int s) { k.softmax(rc.xs[s].device_ptr(), rc.ys[s].device_ptr(), rc.handle()); });
 }
 
@@ -48,7 +55,7 @@ void variant(benchmark::State& state, const VariantCase& k) {
   };
   launch(0);
   double err = 0;
-  if (!rc.check(state, reference::softmax<H>(rc.host, k.rows, k.cols), &err)) return;
+  if (!rc.check(state, softmax_reference(rc.host, k.rows, k.cols), &err)) return;
   const double c = copy_time_us(rc.bytes, rc.sets, rc.handle(), runs);
   Timing t;
   for (auto _ : state) {
