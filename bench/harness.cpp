@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <thread>
 #include <vector>
-#include <map>
 
 namespace tilefuse::bench {
 

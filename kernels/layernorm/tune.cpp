@@ -20,7 +20,9 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
     space.add(RowVariant::automatic, [&](Tuning& t) { t.peel = !layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes); });
   if (cols <= kNormMaxCols && element_bytes < 4 && layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes))
     for (bool s : {false, true}) space.add(RowVariant::one_program, [&](Tuning& t) { t.stride_rows = s; });  // half rows through windows
-  if (cols <= kStageMaxCols)
+  // Every width the staged kernel takes (a cluster of stages past one, as the automatic choice may run it):
+  // rows read through windows measured faster at 4 and 8 warps, whole-vector rows at 2 (bench/NOTES.md).
+  if (cols <= kStageMaxCols || (target.clusters && cols <= kNormStagedMaxCols))
     for (int w : {2, 4, 8}) space.add(RowVariant::staged, [&](Tuning& t) { t.staged_warps = w; });
   if (target.clusters && cols <= kNormClusterMaxCols) space.add(RowVariant::cluster);
   space.add(RowVariant::looped);

@@ -66,6 +66,20 @@ TEST(Tune, ConfigurationsReadBackAsWritten) {
             "softmax r1024 c4096 bf16 sm_90");
 }
 
+TEST(Tune, LayerNormSpaceHoldsTheStagedKernelWhereverItRuns) {
+  // The staged warps as candidates at every width the staged kernel takes, as the automatic choice may
+  // run it there: one program's stage (32768 columns), a cluster of 8 (262144), none past that.
+  auto staged = [](std::int64_t cols) {
+    int n = 0;
+    for (const auto& c : kernels::layernorm_space(1000, cols, 2, kInterp)) n += c.variant == RowVariant::staged;
+    return n;
+  };
+  EXPECT_EQ(staged(20000), 3);
+  EXPECT_EQ(staged(131400), 3);
+  EXPECT_EQ(staged(262144), 3);
+  EXPECT_EQ(staged(262145), 0);
+}
+
 TEST(Tune, ACandidateThatDiffersIsNeverAccepted) {
   TuneDir d("differs");
   std::vector<double> out(64);
