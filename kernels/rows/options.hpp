@@ -39,7 +39,7 @@ struct Tuning {
   /// (1 to 64): more splits per row, each a shorter chunk; the rule is 4.
   std::optional<int> split_programs_per_sm;
   /// Bytes of rows one launch pair of the split-row kernels covers (1 MiB to 1 GiB), so that the second
-  /// kernel finds them in the L2 the first filled; the rule is half the L2.
+  /// kernel finds them in the L2 the first filled; the rule is kL2ReusePercent (80%) of the L2.
   std::optional<std::int64_t> split_group_bytes;
   /// Whether rows whose width is not a whole number of 16-byte vectors are read through aligned windows
   /// (each row from the vector boundary before it, its first and last runs masked); the rule is yes for

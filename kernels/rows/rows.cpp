@@ -153,7 +153,7 @@ bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t
   if (rows < 2 * sms) return false;
   std::int64_t per_sm = std::max(1, tuning.resident_threads.value_or(kLoopedResidentThreads) / (32 * std::max(1, warps)));
   if (tuning.looped_programs_per_sm) per_sm = std::min<std::int64_t>(per_sm, *tuning.looped_programs_per_sm);
-  return std::min(rows, per_sm * sms) * row_bytes * 100 <= target.l2_bytes * kLoopedL2Percent;
+  return std::min(rows, per_sm * sms) * row_bytes * 100 <= target.l2_bytes * kL2ReusePercent;
 }
 
 SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
@@ -161,12 +161,12 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
   const std::int64_t most = std::clamp<std::int64_t>((cols + piece - 1) / piece, 1, max_splits);
   if (!target.gpu) return {std::min<std::int64_t>(2, most), rows};
   const std::int64_t sms = std::max(1, target.sm_count);
-  // The group first (its rows fill at most half the L2; the rows spread evenly over as few groups as
-  // that takes, so that no last group of a few rows leaves most SMs idle), then the splits that give a
-  // launch over the group about 4 programs per SM (Tuning::split_programs_per_sm), then the group again
-  // if its partials outgrow the workspace.
+  // The group first (its rows fill at most kL2ReusePercent of the L2; the rows spread evenly over as few
+  // groups as that takes, so that no last group of a few rows leaves most SMs idle), then the splits that
+  // give a launch over the group about 4 programs per SM (Tuning::split_programs_per_sm), then the group
+  // again if its partials outgrow the workspace.
   const std::int64_t row_bytes = cols * element_bytes;
-  const std::int64_t group_bytes = tuning.split_group_bytes.value_or(target.l2_bytes / 2);
+  const std::int64_t group_bytes = tuning.split_group_bytes.value_or(target.l2_bytes * kL2ReusePercent / 100);
   const std::int64_t by_l2 = group_bytes > 0 ? std::max<std::int64_t>(1, group_bytes / row_bytes) : rows;
   const std::int64_t groups = (rows + by_l2 - 1) / by_l2;
   const std::int64_t per_sm = tuning.split_programs_per_sm.value_or(4);

@@ -87,10 +87,18 @@ struct SplitPlan {
 /// `programs` (rows x its programs per row) below 2 per SM, and rows are at least two `piece`s wide.
 bool few_rows(const Target& target, std::int64_t programs, std::int64_t cols, std::int64_t piece);
 
+/// Percent of the L2 that data a kernel means to read again from there may fill: the rows in flight of
+/// the looped kernels (looped_rereads_fit_l2), the group of rows one launch pair of the split kernels
+/// covers (split_plan). The rest holds the outputs on their way to memory and what other reads bring in.
+/// Measured on the H200 (60 MB): the looped kernels ahead of the staged ones up to 47 MB in flight and
+/// behind from 56 MB; split groups of up to 50 MB ahead of 30 MB ones where they take fewer launches, and
+/// behind where one filled 96% of the L2 (bench/NOTES.md).
+inline constexpr std::int64_t kL2ReusePercent = 80;
+
 /// The split-row plan of the automatic choice: whole `piece`s per program and enough programs for about 4
-/// per SM (at most `max_splits` per row); groups of rows that fill at most half the L2, so that the
-/// second kernel of a group reads its rows again from there, and whose partials fit the library's
-/// workspace. In the interpreter: 2 splits, one group.
+/// per SM (at most `max_splits` per row); groups of rows that fill at most kL2ReusePercent of the L2
+/// (or Tuning::split_group_bytes), so that the second kernel of a group reads its rows again from there,
+/// and whose partials fit the library's workspace. In the interpreter: 2 splits, one group.
 SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
                      std::int64_t max_splits, const Tuning& tuning = {});
 
@@ -99,16 +107,11 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
 /// of windows take 76-80 and keep 768: the rule counts more rows in flight than run, erring to read once).
 inline constexpr int kLoopedResidentThreads = 1024;
 
-/// Percent of the L2 the rows in flight of a looped kernel may fill for its second pass to find them
-/// there: the rest holds the outputs on their way to memory and what the next rows' first passes bring
-/// in. Measured on the H200 (60 MB): looped ahead of staged up to 47 MB in flight, behind from 56 MB.
-inline constexpr std::int64_t kLoopedL2Percent = 80;
-
 /// Whether the automatic choice sends rows too wide for one program to the looped kernel (which reads a
 /// row twice) rather than to a staged one (which reads it once): when the second pass finds the row in
 /// the L2, i.e. the rows in flight at once (the looped programs of `warps` warps resident on every SM,
 /// kLoopedResidentThreads or Tuning::resident_threads a SM, at most Tuning::looped_programs_per_sm, and
-/// no more than `rows`) times `row_bytes` fill at most kLoopedL2Percent of the L2, and the launch fills
+/// no more than `rows`) times `row_bytes` fill at most kL2ReusePercent of the L2, and the launch fills
 /// the GPU (two rows a SM at least). Past that the second pass reads DRAM again and the staged kernel
 /// moves fewer bytes. The interpreter (no L2, no SMs): yes, the looped kernels run on every target.
 bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t row_bytes, int warps, const Tuning& tuning = {});

@@ -210,7 +210,7 @@ void softmax_looped_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> s
 /// Split-row softmax, kernel 1 of 2: program (r, split) of a launch over rows first_row + r writes the max
 /// and the sum of exp(x - max) of its `chunk` columns to partial_max/partial_sum[r * splits + split]: the
 /// grid-wide reduction's first pass, for rows too wide (and too few) to keep the GPU busy one program per
-/// row. (A launch covers a group of rows: the automatic choice keeps a group within half the L2, so that
+/// row. (A launch covers a group of rows: the automatic choice keeps a group within 80% of the L2, so that
 /// kernel 2 reads its rows again from there.)
 /// With PEEL, the row is read through its aligned window (row_window) and the chunks split the window.
 template <class T, int BLOCK, bool PEEL = false>

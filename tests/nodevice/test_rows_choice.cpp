@@ -1,6 +1,6 @@
 // The automatic choice of the row kernels for few wide rows: on a GPU it splits rows over programs when
 // the read-once variants would leave it short of programs (fewer than 2 per SM), in launch pairs over
-// groups of rows that fit half the L2, with partials in the library's workspace; many rows and narrow
+// groups of rows that fit 80% of the L2, with partials in the library's workspace; many rows and narrow
 // rows keep their variants, and the interpreter never splits on its own. The choice is checked on an
 // inspected sm_90 of 132 SMs and 50 MB of L2, the split-row path itself in the interpreter against float64.
 #include <gtest/gtest.h>
@@ -79,22 +79,24 @@ TEST(RowsChoice, WideRowsLoopWhereTheSecondPassFindsThemInTheL2) {
   EXPECT_EQ(kernels::layernorm_choice(1000, 20000, 2, kInterpreter), RowVariant::looped);
 }
 
-TEST(RowsChoice, SplitGroupsFitHalfTheL2AndTheWorkspace) {
-  const Target h200{"sm_90", true, 132, true, 232448, 50 << 20};
-  // 8 rows of 2^21 bf16 (4 MB each, 32 MB in all): at most 6 rows (24 MB) a group, so two groups of 4
-  // rows, 132 programs per row (528 per launch, 4 per SM).
-  auto plan = kernels::split_plan(h200, 8, 1 << 21, 2, 4096, 1024);
-  EXPECT_EQ(plan.splits, 132);
-  EXPECT_EQ(plan.group, 4);
-  // 125 rows of 737080 bf16 (1.4 MB each): at most 17 rows a group, so 8 groups of 16 rows, 33 programs
+TEST(RowsChoice, SplitGroupsFitTheL2AndTheWorkspace) {
+  const Target h200{"sm_90", true, 132, true, 232448, 60 << 20};  // 80% of its L2: 48 MiB a group
+  // 16 rows of 2^21 bf16 (4 MiB each, 64 MiB in all): at most 12 rows a group, so two groups of 8 rows,
+  // 66 programs per row (528 per launch, 4 per SM).
+  auto plan = kernels::split_plan(h200, 16, 1 << 21, 2, 4096, 1024);
+  EXPECT_EQ(plan.splits, 66);
+  EXPECT_EQ(plan.group, 8);
+  // Half of them (32 MiB) are one group.
+  EXPECT_EQ(kernels::split_plan(h200, 8, 1 << 21, 2, 4096, 1024).group, 8);
+  // 125 rows of 737080 bf16 (1.4 MB each): at most 34 rows a group, so 4 groups of 32 rows, 17 programs
   // per row.
   plan = kernels::split_plan(h200, 125, 737080, 2, 4096, 1024);
-  EXPECT_EQ(plan.group, 16);
-  EXPECT_EQ(plan.splits, 33);
-  // Tuning::split_programs_per_sm: 16 per SM, 132 programs per row of the 16-row groups.
+  EXPECT_EQ(plan.group, 32);
+  EXPECT_EQ(plan.splits, 17);
+  // Tuning::split_programs_per_sm: 16 per SM, 66 programs per row of the 32-row groups.
   kernels::Tuning sixteen;
   sixteen.split_programs_per_sm = 16;
-  EXPECT_EQ(kernels::split_plan(h200, 125, 737080, 2, 4096, 1024, sixteen).splits, 132);
+  EXPECT_EQ(kernels::split_plan(h200, 125, 737080, 2, 4096, 1024, sixteen).splits, 66);
   // Tuning::split_group_bytes: groups of at most 6 MB, so 32 groups of 4 rows, 132 programs per row.
   kernels::Tuning six_mb;
   six_mb.split_group_bytes = 6 << 20;
@@ -107,7 +109,7 @@ TEST(RowsChoice, SplitGroupsFitHalfTheL2AndTheWorkspace) {
   plan = kernels::split_plan(h200, 5, 855125, 4, 4096, 1024);
   EXPECT_EQ(plan.splits, 106);
   EXPECT_EQ(plan.group, 5);
-  // One row wider than half the L2 is a group of its own; splits never exceed whole pieces.
+  // One row wider than the L2's share is a group of its own; splits never exceed whole pieces.
   plan = kernels::split_plan(h200, 3, 1 << 24, 4, 4096, 1024);
   EXPECT_EQ(plan.group, 1);
   EXPECT_EQ(kernels::split_plan(h200, 1, 10000, 4, 4096, 1024).splits, 3);
@@ -123,13 +125,13 @@ TEST(RowsChoice, SplitGroupsFitHalfTheL2AndTheWorkspace) {
 TEST(RowsChoice, SplitLaunchesAPairPerGroup) {
   InspectLaunches h200;
   auto* base = reinterpret_cast<bfloat16*>(std::uintptr_t{0x10000000});
-  const std::int64_t rows = 8, cols = 1 << 21;
+  const std::int64_t rows = 16, cols = 1 << 21;
   DeviceView<bfloat16> x(base, rows * cols), y(base + rows * cols, rows * cols);
   kernels::softmax_auto(x, y, rows, cols, kGpu);
   const auto& launches = h200.launches();
-  ASSERT_EQ(launches.size(), 4u);  // two groups of 4 rows
+  ASSERT_EQ(launches.size(), 4u);  // two groups of 8 rows (64 MiB, groups of at most 80% of a 50 or 60 MiB L2)
   EXPECT_EQ(launches[0].kernel, "softmax_partials");
-  EXPECT_EQ(launches[1].kernel, "softmax_combine_256");
+  EXPECT_EQ(launches[1].kernel, "softmax_combine_128");  // 66 splits a row
   EXPECT_EQ(launches[2].kernel, "softmax_partials");
 }
 
