@@ -16,12 +16,10 @@ bool split_fits(std::int64_t rows, std::int64_t cols, int, const RowOptions& opt
 
 // Rows too wide for one program: staged (read once, a cluster of up to 8 stages of kNormStageBytes or
 // Tuning::stage_bytes) where it fits, unless the looped kernel's second pass finds its rows in the L2
-// (looped_rereads_fit_l2).
+// (staged_over_looped).
 bool staged_chosen(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
   const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, opt.tuning.stage_bytes.value_or(kNormStageBytes) / element_bytes);
-  const Target target = tilefuse::target(opt.backend);
-  return (cols <= piece || (cols <= 8 * piece && target.clusters)) &&
-         !looped_rereads_fit_l2(target, rows, cols * element_bytes, looped_shape(opt.tuning, layernorm_launch::kLoopBlock).warps, opt.tuning);
+  return staged_over_looped(tilefuse::target(opt.backend), rows, cols, element_bytes, piece, layernorm_launch::kLoopBlock, opt.tuning);
 }
 
 // In order of preference: the first entry whose `fits` holds is the automatic choice. The cluster kernel

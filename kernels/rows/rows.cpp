@@ -156,6 +156,16 @@ bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t
   return std::min(rows, per_sm * sms) * row_bytes * 100 <= target.l2_bytes * kL2ReusePercent;
 }
 
+bool stages_hold(const Target& target, std::int64_t cols, std::int64_t piece) {
+  return cols <= piece || (cols <= 8 * piece && target.clusters);
+}
+
+bool staged_over_looped(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
+                        std::int64_t loop_block, const Tuning& tuning) {
+  return stages_hold(target, cols, piece) &&
+         !looped_rereads_fit_l2(target, rows, cols * element_bytes, looped_shape(tuning, loop_block).warps, tuning);
+}
+
 SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
                      std::int64_t max_splits, const Tuning& tuning) {
   const std::int64_t most = std::clamp<std::int64_t>((cols + piece - 1) / piece, 1, max_splits);

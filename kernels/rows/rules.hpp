@@ -116,6 +116,17 @@ inline constexpr int kLoopedResidentThreads = 1024;
 /// moves fewer bytes. The interpreter (no L2, no SMs): yes, the looped kernels run on every target.
 bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t row_bytes, int warps, const Tuning& tuning = {});
 
+/// Whether a staged kernel whose programs hold up to `piece` columns takes rows of `cols` on `target`:
+/// one program, or a cluster of up to 8 where the target runs clusters.
+bool stages_hold(const Target& target, std::int64_t cols, std::int64_t piece);
+
+/// The automatic choice between a family's staged kernel (programs of up to `piece` columns) and its
+/// looped one (pieces of `loop_block`, looped_shape) for rows too wide for one program: staged where its
+/// stages hold the row (stages_hold) and the looped kernel's second pass would not find its rows in the L2
+/// (looped_rereads_fit_l2).
+bool staged_over_looped(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
+                        std::int64_t loop_block, const Tuning& tuning);
+
 /// Whether rows of `cols` elements of `element_bytes` are read through aligned windows (RowWindow in
 /// kernels/rows/programs.hpp): rows that are not a whole number of 16-byte vectors, when Tuning::peel (or,
 /// unset, the family's rule `by_default`) says so. Rows that are start at a vector boundary wherever the

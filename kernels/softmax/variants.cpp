@@ -17,17 +17,15 @@ std::int64_t auto_stage_piece(int element_bytes, const RowOptions& opt) {
 }
 
 bool staged_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  const std::int64_t piece = auto_stage_piece(element_bytes, opt);
-  return cols <= piece || (cols <= 8 * piece && tilefuse::target(opt.backend).clusters);
+  return stages_hold(tilefuse::target(opt.backend), cols, auto_stage_piece(element_bytes, opt));
 }
 
 // Rows too wide for one program: staged (read once) where it fits, unless the looped kernel's second
-// pass finds its rows in the L2 (looped_rereads_fit_l2): then the looped kernel, which keeps more rows in
-// flight than stages of them fit in shared memory.
+// pass finds its rows in the L2: then the looped kernel, which keeps more rows in flight than stages of
+// them fit in shared memory (staged_over_looped).
 bool staged_chosen(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  return staged_fits(rows, cols, element_bytes, opt) &&
-         !looped_rereads_fit_l2(tilefuse::target(opt.backend), rows, cols * element_bytes,
-                                looped_shape(opt.tuning, softmax_launch::kLoopBlock).warps, opt.tuning);
+  return staged_over_looped(tilefuse::target(opt.backend), rows, cols, element_bytes, auto_stage_piece(element_bytes, opt),
+                            softmax_launch::kLoopBlock, opt.tuning);
 }
 
 // Few wide rows: split when the read-once choice (one program per row, or a staged cluster of up to 8)
