@@ -42,12 +42,12 @@ void write_table(const std::string& path) {
      << ", inputs rotated past the L2; GB/s counts bytes read + written "
         "(the unfused row counts its own 4x bytes); x copy = device-copy time of the same bytes / this time.\n\n";
   os << "| kernel | impl | shape | dtype | time (us) | GB/s | x copy | note |\n|---|---|---|---|---:|---:|---:|---|\n";
-  char buf[512], x_copy[16] = "";
+  char buf[512];
   for (const auto& r : run().rows) {
     // Rounded as the sweep's summary rounds it (to_string's digits cut off at four characters gave 0.28
     // for 0.2894, which the summary printed as 0.29).
+    char x_copy[16] = "";
     if (r.x_copy > 0) std::snprintf(x_copy, sizeof x_copy, "%.2f", r.x_copy);
-    else x_copy[0] = '\0';
     std::snprintf(buf, sizeof buf, "| %s | %s | %s | %s | %.2f | %s | %s | %s |\n", r.kernel.c_str(), r.impl.c_str(),
                   r.shape.c_str(), r.dtype.c_str(), r.us, r.gbps > 0 ? std::to_string(static_cast<int>(r.gbps)).c_str() : "",
                   x_copy, r.note.c_str());

@@ -37,20 +37,27 @@ summary="$out/sanitizers.md"
   echo "| tool | device-tier tests passed | examples passed | errors reported | wall |"
   echo "|---|---:|---:|---:|---:|"
 } > "$summary"
+# Runs "$@" under $tool (with its $extra options) into log $1. A process exits 99 when the tool reported
+# something, else with the test binary's or example's status; a status other than 0 is written at the end
+# of its log (a process killed from outside prints nothing).
+run_logged() {
+  local log=$1; shift
+  "$cs" --tool "$tool" "${extra[@]}" --report-api-errors no --error-exitcode 99 "$@" > "$log" 2>&1
+  local rc=$?
+  [ $rc -eq 0 ] || echo "sanitize_gpu.sh: exit status $rc" >> "$log"
+  return $rc
+}
+# Example $1 of the list under $tool.
+run_example() {
+  local cmd
+  read -r -a cmd <<< "${examples[$1]}"
+  run_logged "$out/$tool-example-$1.log" "$build/${cmd[0]}" "${cmd[@]:1}"
+}
 status=0
 for tool in "${tools[@]}"; do
   start=$(date +%s)
   extra=()
   [ "$tool" = racecheck ] && extra=(--racecheck-report all)
-  # A process exits 99 when the tool reported something, else with the test binary's or example's status;
-  # a status other than 0 is written at the end of its log (a process killed from outside prints nothing).
-  run_logged() {
-    local log=$1; shift
-    "$cs" --tool "$tool" "${extra[@]}" --report-api-errors no --error-exitcode 99 "$@" > "$log" 2>&1
-    local rc=$?
-    [ $rc -eq 0 ] || echo "sanitize_gpu.sh: exit status $rc" >> "$log"
-    return $rc
-  }
   # The shards first, then the examples: all of them at once under racecheck ran the 128 GiB H200 machine
   # out of host memory, and the kernel killed the attention examples before they printed anything.
   failed_procs=0 ex_ok=0 pids=()
@@ -64,16 +71,11 @@ for tool in "${tools[@]}"; do
   # to 81 GB of host memory (the H200 machine's kernel log, 2026-12-02), so two at once do not fit.
   pids=() heavy=()
   for ((e = 0; e < ${#examples[@]}; ++e)); do
-    read -r -a cmd <<< "${examples[$e]}"
-    [ "${cmd[0]}" = attention ] && { heavy+=("$e"); continue; }
-    run_logged "$out/$tool-example-$e.log" "$build/${cmd[0]}" "${cmd[@]:1}" &
+    [[ "${examples[$e]}" == "attention "* ]] && { heavy+=("$e"); continue; }
+    run_example "$e" &
     pids+=($!)
   done
-  for e in "${heavy[@]}"; do
-    read -r -a cmd <<< "${examples[$e]}"
-    run_logged "$out/$tool-example-$e.log" "$build/${cmd[0]}" "${cmd[@]:1}" && ex_ok=$((ex_ok + 1)) ||
-      failed_procs=$((failed_procs + 1))
-  done
+  for e in "${heavy[@]}"; do run_example "$e" && ex_ok=$((ex_ok + 1)) || failed_procs=$((failed_procs + 1)); done
   for p in "${pids[@]}"; do wait "$p" && ex_ok=$((ex_ok + 1)) || failed_procs=$((failed_procs + 1)); done
   passed=$(cat "$out/$tool"-device-*.log | grep -oE '^\[  PASSED  \] [0-9]+' | awk '{s += $4} END {print s + 0}')
   tests_failed=$(cat "$out/$tool"-device-*.log | grep -cE '^\[  FAILED  \]')
