@@ -14,17 +14,14 @@ using Args = detail::NormArgs;
 inline constexpr int kLoopBlock = 4096;
 
 /// Whether LayerNorm reads rows of `cols` elements of `element_bytes` that are not whole vectors through
-/// aligned windows unless Tuning::peel says otherwise: f16 and bf16 rows of at least 2 KB (one pass of a
-/// 128-thread program's 16-byte vectors), and f32 rows wider than one program. Element by element half
-/// rows move 2 bytes per lane, through a window x and y move 16 (w and b, off the window's boundary, go
-/// element by element either way); narrow half rows are too short for the window's wide body to pay for
-/// its two masked end runs. f32 rows on one program stay element by element: the peeled kernel's
-/// 512-thread programs fit one to an SM by registers. The looped and split kernels walk a wider row in
-/// pieces of fixed size, where the window costs no residency (H200 sweeps, bench/NOTES.md "Shapes
-/// outside the suite").
-inline bool norm_peels(std::int64_t cols, int element_bytes) {
-  return element_bytes < 4 ? cols * element_bytes >= 2048 : cols > kNormMaxCols;
-}
+/// aligned windows unless Tuning::peel says otherwise: rows of at least 2 KB (one pass of a 128-thread
+/// program's 16-byte vectors), of every dtype. Element by element, half rows move 2 bytes per lane and
+/// f32 rows 4; through a window x and y move 16 (w and b, off the window's boundary, go element by
+/// element either way); narrower rows are too short for the window's wide body to pay for its two
+/// masked end runs. f32 rows on one program were left element by element while the peeled kernel held a
+/// row as one tile (512-thread programs, one to an SM by registers); held as pieces they gain through
+/// windows too (H200, bench/NOTES.md "Shapes outside the suite" and "A run of rows reduced by segment").
+inline bool norm_peels(std::int64_t cols, int element_bytes) { return cols * element_bytes >= 2048; }
 
 /// Whether a LayerNorm call on rows of `cols` elements of `element_bytes` reads them through windows:
 /// peeled() with LayerNorm's rule.

@@ -43,8 +43,8 @@ struct Tuning {
   std::optional<std::int64_t> split_group_bytes;
   /// Whether rows whose width is not a whole number of 16-byte vectors are read through aligned windows
   /// (each row from the vector boundary before it, its first and last runs masked); the rule is yes for
-  /// the softmax but its packed narrow rows; for LayerNorm, yes for f16/bf16 rows of at least 2 KB and f32
-  /// rows wider than one program (norm_peels in kernels/layernorm/launchers.hpp).
+  /// the softmax but its packed narrow rows; for LayerNorm, yes for rows of at least 2 KB (norm_peels in
+  /// kernels/layernorm/launchers.hpp).
   /// Without, such rows go element by element, neighbouring threads on neighbouring elements.
   std::optional<bool> peel;
   /// Whether narrow rows (whose tile is at most kPackedRowBytes) are held several per program as one 2D

@@ -232,9 +232,8 @@ TEST(RowsAlignment, StagedNarrowRowsMatchFloat64) {
 }
 
 TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
-  // Unless tuned: odd f16/bf16 rows through windows from 2 KB (windows of several pieces up to 8192
-  // columns by programs striding over rows), f32 rows on one program and shorter half rows element by
-  // element; several rows per program for tiles up to 128 bytes (f32 rows that are not whole vectors: up
+  // Unless tuned: odd rows of every dtype through windows from 2 KB (half windows of several pieces up
+  // to 8192 columns by programs striding over rows), shorter rows element by element; several rows per program for tiles up to 128 bytes (f32 rows that are not whole vectors: up
   // to 512 bytes, through shared memory), one per program above.
   const kernels::RowOptions opt{Backend::interpreter};
   auto name = [&](ir::DType t, std::int64_t cols) { return kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0)->name(); };
@@ -243,16 +242,18 @@ TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   EXPECT_EQ(name(ir::DType::f16, 1900), "layernorm_peeled_2048");     // a window past 7/8 of its tile: one piece
   EXPECT_EQ(name(ir::DType::f16, 9001), "layernorm_peeled_2048x5");   // a window past kNormStridedMaxCols
   EXPECT_EQ(name(ir::DType::f16, 1023), "layernorm_1024");           // 2046 bytes
-  EXPECT_EQ(name(ir::DType::f32, 3261), "layernorm_512x7");
-  EXPECT_EQ(name(ir::DType::f32, 4105), "layernorm_1024x5");
-  EXPECT_EQ(name(ir::DType::f32, 5423), "layernorm_2048x3");
+  EXPECT_EQ(name(ir::DType::f32, 3261), "layernorm_peeled_512x7");    // f32 rows of 2 KB and more too
+  EXPECT_EQ(name(ir::DType::f32, 4105), "layernorm_peeled_1024x5");
+  EXPECT_EQ(name(ir::DType::f32, 5423), "layernorm_peeled_2048x3");
+  EXPECT_EQ(name(ir::DType::f32, 511), "layernorm_512");              // 2044 bytes
   EXPECT_EQ(name(ir::DType::bf16, 47), "layernorm_rows_64x64");         // a 128-byte tile
   EXPECT_EQ(name(ir::DType::f16, 40), "layernorm_rows_64x64");          // whole vectors
   EXPECT_EQ(name(ir::DType::f32, 31), "layernorm_staged_rows_64x32");   // f32, not whole vectors: staged
   EXPECT_EQ(name(ir::DType::f32, 53), "layernorm_staged_rows_32x64");   // staged, packed up to 512 bytes
-  // f32 rows wider than one program through windows (the looped and split kernels).
+  // The looped kernel follows the same rule.
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 18179, opt).at(0)->name(), "layernorm_looped_peeled");
-  EXPECT_EQ(kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 16383, opt).at(0)->name(), "layernorm_looped");
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 16383, opt).at(0)->name(), "layernorm_looped_peeled");
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 509, opt).at(0)->name(), "layernorm_looped");
   EXPECT_EQ(name(ir::DType::f16, 136), "layernorm_256");              // a 512-byte tile
   // What Tuning says wins over the defaults.
   kernels::RowOptions tuned = opt;
