@@ -20,7 +20,8 @@ inline constexpr int kLoopBlock = 4096;
 /// element either way); narrower rows are too short for the window's wide body to pay for its two
 /// masked end runs. f32 rows on one program were left element by element while the peeled kernel held a
 /// row as one tile (512-thread programs, one to an SM by registers); held as pieces they gain through
-/// windows too (H200, bench/NOTES.md "Shapes outside the suite" and "A run of rows reduced by segment").
+/// windows too (H200, bench/NOTES.md "Shapes outside the suite" and "A run of rows reduced by segment;
+/// LayerNorm's f32 rows through windows").
 inline bool norm_peels(std::int64_t cols, int element_bytes) { return cols * element_bytes >= 2048; }
 
 /// Whether a LayerNorm call on rows of `cols` elements of `element_bytes` reads them through windows:

@@ -233,8 +233,9 @@ TEST(RowsAlignment, StagedNarrowRowsMatchFloat64) {
 
 TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   // Unless tuned: odd rows of every dtype through windows from 2 KB (half windows of several pieces up
-  // to 8192 columns by programs striding over rows), shorter rows element by element; several rows per program for tiles up to 128 bytes (f32 rows that are not whole vectors: up
-  // to 512 bytes, through shared memory), one per program above.
+  // to 8192 columns by programs striding over rows), shorter rows element by element; several rows per
+  // program for tiles up to 128 bytes (f32 rows that are not whole vectors: up to 512 bytes, through
+  // shared memory), one per program above.
   const kernels::RowOptions opt{Backend::interpreter};
   auto name = [&](ir::DType t, std::int64_t cols) { return kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0)->name(); };
   EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_strided_512x7");  // 6.5 KB, its window in eighths of 4096
