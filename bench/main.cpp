@@ -60,9 +60,9 @@ void write_table(const std::string& path) {
 // The row variant called `name` (kernels::variant_name); an error names the ones there are.
 kernels::RowVariant variant_named(const std::string& name) {
   using V = kernels::RowVariant;
-  for (V v : {V::automatic, V::one_program, V::looped, V::split, V::cluster, V::staged})
+  for (V v : {V::automatic, V::one_program, V::looped, V::split, V::cluster, V::staged, V::resident})
     if (name == kernels::variant_name(v)) return v;
-  throw std::invalid_argument("--sweep-variant: expected automatic, one_program, looped, split, cluster or staged, got " + name);
+  throw std::invalid_argument("--sweep-variant: expected automatic, one_program, looped, split, cluster, staged or resident, got " + name);
 }
 
 // Reads a tuning flag's value into `field`; false when `flag` is not a tuning flag.
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
                     "  (default 20; 1: events around each launch); the matrix kernels always time each launch\n"
                     "--peer-cubins FILE: also time the peers' row kernels listed in FILE (bench/peers_rows.py with\n"
                     "  CUBINS=DIR writes DIR/manifest.txt) on the same buffers, each beside ours\n"
-                    "--sweep-variant: automatic (default), one_program, looped, split, cluster or staged; shapes the\n"
+                    "--sweep-variant: automatic (default), one_program, looped, split, cluster, staged or resident; shapes the\n"
                     "  variant does not take are skipped\n"
                     "tuning flags (kernels::Tuning; unset: each kernel's rule): --row-elements N, --resident-threads N,\n"
                     "  --staged-warps N, --stage-bytes N, --carveout P, --looped-programs-per-sm K,\n"

@@ -6,7 +6,7 @@
 //
 //   inspect [--kernel softmax|softmax_unfused|layernorm|rmsnorm|epilogue|epilogue_unfused|attention|
 //                     attention_naive|matmul]
-//           [--variant automatic|one_program|looped|split|cluster|staged] [--splits N]
+//           [--variant automatic|one_program|looped|split|cluster|staged|resident] [--splits N]
 //           [--peel 0|1] [--pack-rows 0|1] [--stage-rows 0|1] [--stride-rows 0|1]  (row kernels' knobs)
 //           [--dtype f32|f16|bf16] [--rows R] [--cols N]              (row kernels: R rows of N elements)
 //           [--batch B] [--heads H] [--seq S] [--head-dim D] [--causal 0|1]            (attention)
@@ -36,9 +36,10 @@ namespace {
 
 kernels::RowVariant variant_of(const std::string& name) {
   for (auto v : {kernels::RowVariant::automatic, kernels::RowVariant::one_program, kernels::RowVariant::looped,
-                 kernels::RowVariant::split, kernels::RowVariant::cluster, kernels::RowVariant::staged})
+                 kernels::RowVariant::split, kernels::RowVariant::cluster, kernels::RowVariant::staged,
+                 kernels::RowVariant::resident})
     if (name == kernels::variant_name(v)) return v;
-  throw std::invalid_argument("inspect: --variant must be one_program, looped, split, cluster, staged or automatic, got " + name);
+  throw std::invalid_argument("inspect: --variant must be one_program, looped, split, cluster, staged, resident or automatic, got " + name);
 }
 
 ir::DType dtype_of(const std::string& name) {

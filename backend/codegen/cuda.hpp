@@ -25,6 +25,13 @@ struct Options {
   int min_programs_per_sm = 0;
   /// Programs (thread blocks) per cluster along axis 0, for cluster reductions; 1: no clusters.
   int cluster_size = 1;
+  /// Cluster reductions combine over groups of co-resident programs through global memory
+  /// (KernelOptions::resident_groups): the kernel takes five more trailing parameters, after the
+  /// packed-program count if any: the group workspace (prelude/group.cuh) as `unsigned* tf_group_count`
+  /// and `unsigned* tf_group_next` (this launch's arrival counts and the next one's) and `float*
+  /// tf_group_values`, then `int tf_group` (programs per group along axis 0) and `int tf_group_slots`
+  /// (the counts in each array).
+  bool resident_groups = false;
   /// Programs with 2D tiles: buffers per shared-memory copy a loop's dots read (KernelOptions::num_stages).
   int num_stages = 2;
   /// Debug bounds checks (TILEFUSE_DEBUG_BOUNDS=1): every global access is checked against its argument's

@@ -29,8 +29,9 @@ std::string Emitter::run() {
   os_ << prelude::core << "\n";
   if (any_of_ops(fn_.body, [](Op op) { return op == Op::rand; })) os_ << prelude::rand << "\n";
   ir::walk(fn_.body, [&](const ir::Instr& in) { cluster_reductions_left_ += ir::is_cluster_reduction(in.op) ? 1 : 0; });
-  const bool cluster = cluster_reductions_left_ > 0 && opt_.cluster_size > 1;
+  const bool cluster = cluster_reductions_left_ > 0 && opt_.cluster_size > 1 && !opt_.resident_groups;
   if (cluster) os_ << prelude::cluster << "\n";
+  if (opt_.resident_groups) os_ << prelude::group << "\n";
   if (any_of_ops(fn_.body, [](Op op) { return op == Op::stage_copy; })) os_ << prelude::copy << "\n";
   if (bounds_.on()) os_ << prelude::bounds << "\n" << bounds_.declarations();
   signature();
@@ -50,6 +51,9 @@ void Emitter::check() const {
   if (opt_.num_warps < 1 || opt_.num_warps > 32 || (opt_.num_warps & (opt_.num_warps - 1)))
     throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': num_warps must be a power of two "
                                 "from 1 to 32, got " + std::to_string(opt_.num_warps));
+  if (opt_.resident_groups && (packed_ || opt_.cluster_size > 1))
+    throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': resident groups run one program per thread "
+                                "block, without clusters");
 }
 
 void Emitter::signature() { os_ << signature_text(fn_, a_, opt_); }
@@ -71,6 +75,9 @@ std::string signature_text(const ir::Function& fn, const passes::Analysis& a, co
     os << (i ? ", " : "") << type << " a_" << text::identifier(p.name);
   }
   if (opt.programs_per_block > 1) os << (fn.params.empty() ? "" : ", ") << "int tf_num_programs_x";
+  if (opt.resident_groups)
+    os << (fn.params.empty() && opt.programs_per_block == 1 ? "" : ", ")
+       << "unsigned* tf_group_count, unsigned* tf_group_next, float* tf_group_values, int tf_group, int tf_group_slots";
   os << bounds_parameters(opt.bounds_checks) << ") {\n";
   return os.str();
 }

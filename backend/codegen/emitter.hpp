@@ -86,6 +86,7 @@ class Emitter {
   int threads_;
   bool packed_;
   int cluster_reductions_left_ = 0;  // cluster reductions not yet emitted (the last one arrives at the exit barrier)
+  int group_reductions_ = 0;         // resident-group reductions emitted so far (each has its workspace row)
   int loop_depth_ = 0;
   bool copies_pending_ = false;      // a stage copy may be in flight at this point of the emitted code
   std::ostringstream os_;

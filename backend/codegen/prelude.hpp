@@ -10,6 +10,8 @@ extern const char* const core;
 extern const char* const rand;
 /// Kernels with cluster reductions: cluster barriers and distributed shared memory reads.
 extern const char* const cluster;
+/// Kernels whose cluster reductions go through resident groups: the global-memory barrier and combine.
+extern const char* const group;
 /// Kernels that copy into stages: cp.async and its wait.
 extern const char* const copy;
 /// Kernels with dot: ldmatrix, mma.sync and 16-byte asynchronous copies in commit groups.

@@ -64,6 +64,15 @@ void Emitter::reduce(const ir::Instr& in) {
 // must outlive every read of its slots: it arrives once after its last read and waits at its end.
 void Emitter::cluster_reduce(const ir::Instr& in) {
   const std::string r = v(in.result), x = v(in.args[0]);
+  if (opt_.resident_groups) {
+    // Through global memory, over the launch's groups of tf_group programs (prelude/group.cuh); the
+    // reduction's number picks its row of the workspace's values.
+    const std::string slot = "tf_group" + std::to_string(in.result);
+    os_ << "  float " << r << ";\n  {\n    __shared__ float " << slot << ";\n";
+    os_ << "    " << r << " = tf_group_combine(tf_group_count, tf_group_next, tf_group_values, tf_group, tf_group_slots, "
+        << group_reductions_++ << ", " << x << ", " << (in.op == Op::cluster_max ? "true" : "false") << ", &" << slot << ");\n  }\n";
+    return;
+  }
   const int C = opt_.cluster_size;
   if (C <= 1) {
     os_ << "  const float " << r << " = " << x << ";  // a cluster of one program\n";

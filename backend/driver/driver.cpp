@@ -38,6 +38,8 @@ struct Api {
   decltype(&::cuModuleUnload) module_unload = nullptr;
   decltype(&::cuModuleGetFunction) module_get_function = nullptr;
   decltype(&::cuLaunchKernel) launch_kernel = nullptr;
+  decltype(&::cuLaunchCooperativeKernel) launch_cooperative_kernel = nullptr;
+  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancy_max_active_blocks = nullptr;
   decltype(&::cuFuncSetAttribute) func_set_attribute = nullptr;
   decltype(&::cuStreamCreate) stream_create = nullptr;
   decltype(&::cuStreamDestroy) stream_destroy = nullptr;
@@ -117,6 +119,8 @@ bool resolve_api(void* lib, Api& a, std::string& why) {
       resolve(lib, "cuModuleUnload", a.module_unload, why) &&
       resolve(lib, "cuModuleGetFunction", a.module_get_function, why) &&
       resolve(lib, "cuLaunchKernel", a.launch_kernel, why) &&
+      resolve(lib, "cuLaunchCooperativeKernel", a.launch_cooperative_kernel, why) &&
+      resolve(lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor", a.occupancy_max_active_blocks, why) &&
       resolve(lib, "cuFuncSetAttribute", a.func_set_attribute, why) &&
       resolve(lib, "cuStreamCreate", a.stream_create, why) &&
       resolve(lib, "cuStreamDestroy_v2", a.stream_destroy, why) &&
@@ -274,6 +278,20 @@ void launch(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* 
   const CUresult r = api().launch_kernel(static_cast<CUfunction>(function), grid.x, grid.y, grid.z, block.x, block.y,
                                          block.z, shared_bytes, static_cast<CUstream>(stream), params, nullptr);
   if (r != CUDA_SUCCESS) check(r, "cuLaunchKernel", kernel);
+}
+
+void launch_cooperative(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params,
+                        const char* kernel) {
+  const CUresult r = api().launch_cooperative_kernel(static_cast<CUfunction>(function), grid.x, grid.y, grid.z, block.x, block.y,
+                                                     block.z, shared_bytes, static_cast<CUstream>(stream), params);
+  if (r != CUDA_SUCCESS) check(r, "cuLaunchCooperativeKernel", kernel);
+}
+
+int resident_blocks_per_sm(void* function, int block_threads, unsigned shared_bytes, const char* kernel) {
+  int blocks = 0;
+  check(api().occupancy_max_active_blocks(&blocks, static_cast<CUfunction>(function), block_threads, shared_bytes),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor", kernel);
+  return blocks;
 }
 
 void reserve_dynamic_shared(void* function, int bytes, int carveout, const char* kernel) {

@@ -86,6 +86,14 @@ struct Dim3 {
 void launch(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params,
             const char* kernel);
 
+/// Launches `function` cooperatively: every block of the grid is resident at once (the driver refuses a
+/// larger grid), so that blocks may wait for one another. Errors name `kernel`.
+void launch_cooperative(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params,
+                        const char* kernel);
+/// Blocks of `block_threads` threads and `shared_bytes` of dynamic shared memory that one SM holds at once
+/// of `function`. Errors name `kernel`.
+int resident_blocks_per_sm(void* function, int block_threads, unsigned shared_bytes, const char* kernel);
+
 /// Lets `function` take `bytes` of dynamic shared memory per block (above the default 48 KB too) and asks
 /// for `carveout` percent of the SM's L1/shared array as shared memory (-1: the driver's choice). Errors
 /// name `kernel`.

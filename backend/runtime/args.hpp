@@ -28,6 +28,8 @@ struct LaunchConfig {
   Grid grid;
   Backend backend = Backend::automatic;
   void* stream = nullptr;
+  /// Kernels with KernelOptions::resident_groups: programs per group along axis 0 (grid.x a multiple).
+  std::int64_t group = 1;
   /// A launch configuration over `grid` with the defaults (implicit, so `{rows}` works).
   LaunchConfig(Grid g) : grid(g) {}  // NOLINT(google-explicit-constructor)
   LaunchConfig(Grid g, Backend b, void* s = nullptr) : grid(g), backend(b), stream(s) {}

@@ -2,13 +2,16 @@
 // path over host memory, and the GPU path: specialize, generate, compile through the cache, load, launch.
 #include "backend/runtime/program.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "backend/cache/cache.hpp"
 #include "backend/codegen/cuda.hpp"
 #include "backend/driver/driver.hpp"
 #include "backend/interp/interp.hpp"
+#include "backend/ir/ops.hpp"
 #include "backend/knobs/knobs.hpp"
 #include "backend/nvrtc/nvrtc.hpp"
 #include "backend/passes/analysis/analysis.hpp"
@@ -70,7 +73,15 @@ struct Program::Gpu {
     std::string reason;         // why it was compiled, when it is not the first
     std::vector<codegen::AccessSite> sites;  // with bounds checks: the checked accesses, by site number
     std::vector<codegen::TensorMap> tensor_maps;  // its TMA copies' tensor maps, encoded at each launch
+    int resident_per_sm = 0;  // resident groups: the blocks an SM holds at once (the occupancy calculator's)
   };
+  // Resident-group kernels: the group workspace of each stream (arrival counts, zeroed once, and values)
+  // and the launches made with it (which array of counts the next one takes).
+  struct GroupWorkspace {
+    std::unique_ptr<DeviceBytes> bytes;
+    std::uint64_t launches = 0;
+  };
+  std::map<void*, GroupWorkspace> group_workspaces;
   std::unique_ptr<DeviceBytes> fault;  // with bounds checks: the kernel's TfFault record (zero until a violation)
   std::mutex mutex;
   std::vector<std::unique_ptr<Entry>> entries;
@@ -93,6 +104,9 @@ Program::Program(ir::Function traced, KernelOptions options) : options_(std::mov
   if (options_.cluster_size < 1 || options_.cluster_size > 8)
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': cluster_size must be from 1 to 8, got " +
                                 std::to_string(options_.cluster_size));
+  if (options_.resident_groups && options_.cluster_size > 1)
+    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': resident_groups and a cluster_size of " +
+                                std::to_string(options_.cluster_size) + " exclude each other (groups replace clusters)");
   if (options_.shared_carveout < -1 || options_.shared_carveout > 100)
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': shared_carveout must be from -1 to 100 (percent), got " +
                                 std::to_string(options_.shared_carveout));
@@ -118,7 +132,8 @@ codegen::Generated Program::generate(const Specialization& spec, const std::stri
   const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility, wgmma);
   return codegen::generate(
       fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, options_.min_programs_per_sm, options_.cluster_size,
-                                  options_.num_stages, spec.bounds_checks, options_.precise_division, options_.tma});
+                                  options_.resident_groups, options_.num_stages, spec.bounds_checks, options_.precise_division,
+                                  options_.tma});
 }
 
 std::string Program::cuda_source(const Specialization& spec, const std::string& arch) const { return generate(spec, arch).source; }
@@ -163,6 +178,13 @@ void Program::check_arguments(const LaunchConfig& config, std::span<const Arg> a
   if (g.x % options_.cluster_size != 0)
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': grid x = " + std::to_string(g.x) +
                                 " is not a multiple of its cluster size " + std::to_string(options_.cluster_size));
+  if (options_.resident_groups) {
+    if (config.group < 1 || g.x % config.group != 0 || g.y != 1 || g.z != 1)
+      throw std::invalid_argument("tilefuse: kernel '" + fn_.name +
+                                  "' combines over resident groups: expected a grid (x, 1, 1) with x a multiple of the group of " +
+                                  std::to_string(config.group) + " programs, got (" + std::to_string(g.x) + ", " + std::to_string(g.y) +
+                                  ", " + std::to_string(g.z) + ")");
+  }
   for (std::size_t i = 0; i < args.size(); ++i) {
     const ir::ValueType& t = fn_.params[i].type;
     const Arg& a = args[i];
@@ -193,7 +215,8 @@ Specialization Program::specialize(const LaunchConfig& config, std::span<const A
   Specialization spec;
   spec.divisibility.resize(args.size());
   // One-warp programs on a large grid: 8 per block, so an SM holds 64 of them rather than its 32-block limit.
-  if (options_.num_warps == 1 && options_.cluster_size == 1 && config.grid.x >= 4096) spec.programs_per_block = 8;
+  if (options_.num_warps == 1 && options_.cluster_size == 1 && !options_.resident_groups && config.grid.x >= 4096)
+    spec.programs_per_block = 8;
   spec.bounds_checks = knobs::debug_bounds();
   for (std::size_t i = 0; i < args.size(); ++i) {
     const Arg& a = args[i];
@@ -373,7 +396,9 @@ void Program::launch_interpreter(const LaunchConfig& config, std::span<const Arg
       case Arg::Kind::f32: h.f = a.f32; break;
     }
   }
-  interp::run(fn_, config.grid.x, config.grid.y, config.grid.z, host, options_.cluster_size);
+  // Resident groups run in lockstep between their reductions as a cluster's programs do.
+  interp::run(fn_, config.grid.x, config.grid.y, config.grid.z, host,
+              options_.resident_groups ? static_cast<int>(std::min<std::int64_t>(config.group, 1 << 30)) : options_.cluster_size);
   // Only what the program stores through goes back: read-only memory is never written, not even with
   // its own bytes.
   passes::Analysis roots;
@@ -385,7 +410,7 @@ void Program::launch_interpreter(const LaunchConfig& config, std::span<const Arg
 
 void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) {
   const Specialization spec = specialize(config, args);
-  void* params[76];  // the arguments, then at most 1 + 2 + 8 trailing ones (packed programs, bounds checks, tensor maps)
+  void* params[81];  // the arguments, then at most 1 + 5 + 2 + 8 trailing ones (packed programs, groups, bounds checks, tensor maps)
   if (args.size() > 64) throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "' has more than 64 parameters");
   for (std::size_t i = 0; i < args.size(); ++i) {
     const Arg& a = args[i];
@@ -431,6 +456,8 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
           driver::reserve_dynamic_shared(e->function, static_cast<int>(shared), options_.shared_carveout, fn_.name.c_str());
           e->shared_bytes = static_cast<unsigned>(shared);
         }
+        if (options_.resident_groups)
+          e->resident_per_sm = driver::resident_blocks_per_sm(e->function, 32 * options_.num_warps, e->shared_bytes, fn_.name.c_str());
         entry = e.get();
         gpu_->entries.push_back(std::move(e));
       }
@@ -441,6 +468,39 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
   std::int32_t programs_x = static_cast<std::int32_t>(config.grid.x);
   std::size_t extra = args.size();
   if (packed > 1) params[extra++] = &programs_x;
+  // Resident groups: the stream's workspace (prelude/group.cuh: two arrays of arrival counts, one per group
+  // of the largest grid that can be resident, launches taking them in turn, then a value per program and
+  // reduction), the group size and the counts per array.
+  std::uint64_t group_count = 0, group_next = 0, group_values = 0;
+  std::int32_t group = static_cast<std::int32_t>(config.group), group_slots = 0;
+  if (options_.resident_groups) {
+    const int blocks = entry->resident_per_sm;
+    const int sms = driver::device().sm_count;
+    const std::int64_t resident = std::int64_t{blocks} * sms;
+    if (config.grid.x > resident)
+      throw std::invalid_argument("tilefuse: kernel '" + fn_.name +
+                                  "' combines over resident groups, so all its programs must run at once: expected a grid of at most " +
+                                  std::to_string(resident) + " programs (" + std::to_string(blocks) + " per SM on " + driver::device().name + "), got " + std::to_string(config.grid.x));
+    std::size_t reductions = 0;
+    ir::walk(fn_.body, [&](const ir::Instr& in) { reductions += ir::is_cluster_reduction(in.op) ? 1 : 0; });
+    // Sized for the most blocks any specialization could keep resident (32 a SM).
+    const std::size_t most = 32 * static_cast<std::size_t>(sms), counts_bytes = 4 * most;
+    std::lock_guard lock(gpu_->mutex);
+    Gpu::GroupWorkspace& ws = gpu_->group_workspaces[config.stream];
+    if (!ws.bytes) {
+      ws.bytes = std::make_unique<DeviceBytes>(2 * counts_bytes + 4 * reductions * most);
+      ws.bytes->fill(0, 2 * counts_bytes, config.stream);
+    }
+    const std::uint64_t base = ws.bytes->address();
+    const bool odd = ws.launches++ % 2 == 1;
+    group_count = base + (odd ? counts_bytes : 0);
+    group_next = base + (odd ? 0 : counts_bytes);
+    group_values = base + 2 * counts_bytes;
+    group_slots = static_cast<std::int32_t>(most);
+    for (void* p : {static_cast<void*>(&group_count), static_cast<void*>(&group_next), static_cast<void*>(&group_values),
+                    static_cast<void*>(&group), static_cast<void*>(&group_slots)})
+      params[extra++] = p;
+  }
   // Bounds checks: each argument's element count (by value, as the kernel's TfCounts) and the fault record.
   long long counts[64];  // filled only with bounds checks: no work on the ordinary launch path
   std::uint64_t fault_address = 0;
@@ -480,7 +540,10 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
   const driver::Dim3 grid{static_cast<unsigned>((config.grid.x + packed - 1) / packed),
                           static_cast<unsigned>(config.grid.y), static_cast<unsigned>(config.grid.z)};
   const driver::Dim3 block{static_cast<unsigned>(32 * options_.num_warps * packed), 1, 1};
-  driver::launch(entry->function, grid, block, entry->shared_bytes, config.stream, params, fn_.name.c_str());
+  if (options_.resident_groups)
+    driver::launch_cooperative(entry->function, grid, block, entry->shared_bytes, config.stream, params, fn_.name.c_str());
+  else
+    driver::launch(entry->function, grid, block, entry->shared_bytes, config.stream, params, fn_.name.c_str());
   if (spec.bounds_checks) check_fault(entry->sites, packed);
 }
 

@@ -30,6 +30,12 @@ struct KernelOptions {
   /// Programs along axis 0 that run together as one thread-block cluster and share tl::cluster_max and
   /// tl::cluster_sum (1 to 8; 1: no clusters). The grid's axis 0 must be a multiple of it.
   int cluster_size = 1;
+  /// tl::cluster_max and tl::cluster_sum combine over groups of co-resident programs through global
+  /// memory instead of over a thread-block cluster: LaunchConfig::group consecutive programs along axis
+  /// 0 form a group, of any size. Such a kernel launches cooperatively: every program of the grid runs at
+  /// once (a grid larger than the GPU holds is refused with an error), so that each can wait for the rest
+  /// of its group. Not with cluster_size above 1; programs with 1D tiles only.
+  bool resident_groups = false;
   /// For kernels with stages: the percentage of the SM's L1/shared array asked for as shared memory
   /// (0 to 100; -1 leaves it to the driver). The default, all of it, lets stages decide how many programs
   /// fit on an SM.

@@ -64,5 +64,6 @@ void looped(const RowCall& call, const Args& a);
 void split(const RowCall& call, const Args& a);
 void cluster(const RowCall& call, const Args& a);
 void staged(const RowCall& call, const Args& a);
+void resident(const RowCall& call, const Args& a);
 
 }  // namespace tilefuse::kernels::layernorm_launch

@@ -149,6 +149,18 @@ void layernorm_staged(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, s
   detail::layernorm(RowVariant::staged, args, opt);
 }
 
+/// LayerNorm of rows of any width that the GPU holds at once (a row's stages of kNormStageBytes, or
+/// Tuning::stage_bytes, on every SM), each read once and exactly two-pass: a row is staged over a group of
+/// programs that are all resident together (a cooperative launch per wave of rows) and combine their sums
+/// through global memory.
+template <class Buf, class F32Buf>
+void layernorm_resident(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
+                        float eps = 1e-5f, const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse layernorm_resident: elements must be float, half or bfloat16.");
+  static_assert(holds_f32<F32Buf>, "tilefuse layernorm_resident: mean and rstd are float buffers.");
+  detail::layernorm(RowVariant::resident, detail::norm_args(x, w, b, y, stats, rows, cols, eps), opt);
+}
+
 /// LayerNorm of rows of any width, with the variant chosen from the variant table (layernorm_choice; with
 /// opt.tune, what was tuned for the shape) or the one asked for (the split-row variant takes its partials
 /// from the library's workspace here; layernorm_split takes the caller's).

@@ -1,12 +1,25 @@
 // The staged LayerNorm: a row (or, in a cluster of up to 8 programs on sm_90, a chunk of it) copied into
 // shared memory once and read back by three passes (exactly two-pass statistics), for f32, f16 and bf16
-// and every stage size; rows that are not whole vectors through their aligned windows.
+// and every stage size; rows that are not whole vectors through their aligned windows. And the resident
+// one: the same program over groups of co-resident programs of any size.
 #include <array>
 
 #include "kernels/layernorm/launchers.hpp"
 #include "kernels/layernorm/wide_programs.hpp"
 
 namespace tilefuse::kernels::layernorm_launch {
+
+namespace {
+constexpr const char* kStagedParams[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "chunk", "splits", "eps", "first_row"};
+
+// The staged program for `plan` and `shape` (its cluster or resident groups set), named `stem`.
+template <class T, int STAGE>
+Program& staged_program(const char* stem, const StagedPlan& plan, const KernelShape& shape) {
+  auto name = [&] { return stem + std::to_string(plan.split.splits) + "_" + std::to_string(STAGE) + (plan.peel ? "_peeled" : ""); };
+  return plan.peel ? kernel_for<&layernorm_staged_program<T, STAGE, kStagePiece, true>>(shape, name, kStagedParams)
+                   : kernel_for<&layernorm_staged_program<T, STAGE, kStagePiece>>(shape, name, kStagedParams);
+}
+}  // namespace
 
 void staged(const RowCall& call, const Args& a) {
   check_layernorm(call, a);
@@ -15,21 +28,32 @@ void staged(const RowCall& call, const Args& a) {
   // boundary before it.
   const StagedPlan plan =
       staged_plan(call, a.splits, bytes, kNormStageBytes, norm_peeled(call.opt.tuning, call.cols, bytes), "kernels::layernorm_looped");
-  const ClusterSplit& split = plan.split;
-  const bool peel = plan.peel;
-  const Arg n = i32(call.cols), chunk = i32(split.chunk), splits = i32(split.splits);
+  const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
   with_float_dtype(a.x.dtype, [&]<class T>() {
     with_stage(plan.stage_cols, [&]<int STAGE>() {
-      static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "chunk", "splits", "eps"};
       KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), 4);
-      shape.cluster = static_cast<int>(split.splits);
-      auto name = [&] {
-        return "layernorm_staged" + std::to_string(split.splits) + "_" + std::to_string(STAGE) + (peel ? "_peeled" : "");
-      };
-      Program& p = peel ? kernel_for<&layernorm_staged_program<T, STAGE, kStagePiece, true>>(shape, name, params)
-                        : kernel_for<&layernorm_staged_program<T, STAGE, kStagePiece>>(shape, name, params);
-      launch(call, p, Grid(call.rows * split.splits),
-             std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, chunk, splits, Arg::of_f32(a.eps)});
+      shape.cluster = static_cast<int>(plan.split.splits);
+      launch(call, staged_program<T, STAGE>("layernorm_staged", plan, shape), Grid(call.rows * plan.split.splits),
+             std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, chunk, splits, Arg::of_f32(a.eps), i32(0)});
+    });
+  });
+}
+
+void resident(const RowCall& call, const Args& a) {
+  check_layernorm(call, a);
+  const int bytes = ir::dtype_bytes(a.x.dtype);
+  const StagedPlan plan = resident_plan(call, bytes, kNormStageBytes, norm_peeled(call.opt.tuning, call.cols, bytes));
+  const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
+  with_float_dtype(a.x.dtype, [&]<class T>() {
+    with_stage(plan.stage_cols, [&]<int STAGE>() {
+      KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), 4);
+      shape.groups = true;
+      const std::int64_t wave =
+          resident_wave_rows(call, shape, STAGE * element_bytes_of<T>(), plan.split.splits, "kernels::layernorm_split");
+      Program& p = staged_program<T, STAGE>("layernorm_resident", plan, shape);
+      for (std::int64_t first = 0; first < call.rows; first += wave)
+        launch(call, p, Grid(std::min(wave, call.rows - first) * plan.split.splits),
+               std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, chunk, splits, Arg::of_f32(a.eps), i32(first)}, plan.split.splits);
     });
   });
 }

@@ -35,12 +35,17 @@ constexpr VariantInfo kVariants[] = {
     {RowVariant::looped, "layernorm_looped", "one program per row looping over it, shifted sums", 2, false, false, 0, always_fits},
     {RowVariant::cluster, "layernorm_cluster", "a row over a thread-block cluster, two-pass in registers", 1, false, true, kNormClusterMaxCols,
      nullptr},
+    {RowVariant::resident, "layernorm_resident",
+     "each row staged over a group of programs resident at once, sums combined through global memory, two-pass (read once; one "
+     "cooperative launch per wave of rows)",
+     1, false, false, 0, nullptr},
 };
 
 // The launcher of each variant.
 constexpr Launcher<detail::NormArgs> kLaunchers[] = {
     {RowVariant::one_program, layernorm_launch::one_program}, {RowVariant::looped, layernorm_launch::looped}, {RowVariant::split, layernorm_launch::split},
     {RowVariant::cluster, layernorm_launch::cluster},         {RowVariant::staged, layernorm_launch::staged},
+    {RowVariant::resident, layernorm_launch::resident},
 };
 
 // Runs (or, with `collect`, records the programs of) `variant` on `a`; the automatic choice runs what was

@@ -193,18 +193,19 @@ void layernorm_cluster_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
 }
 
 /// LayerNorm of rows staged through shared memory, read from global memory once and exactly two-pass: each
-/// program's chunk of a row (StagedChunk: one program per row, or a thread-block cluster per row that
-/// combines its sums through tl::cluster_sum) is copied into a stage of STAGE elements of the input dtype,
-/// then pass 1 sums x - x[0] from the stage, pass 2 the squares of the centered values, and pass 3
-/// normalizes and writes y. Only a PIECE-column piece is in registers at a time, so a program needs few
-/// registers and the SM holds as many as its shared memory allows; only the pieces that hold the chunk's
-/// ends are masked. With PEEL the chunk is copied from the vector boundary before it (row_window), for
-/// rows that are not whole vectors.
+/// program's chunk of a row (StagedChunk: one program per row, or a thread-block cluster or resident group
+/// per row that combines its sums through tl::cluster_sum; rows from first_row) is copied into a stage of
+/// STAGE elements of the input dtype, then pass 1 sums x - x[0] from the stage, pass 2 the squares of the
+/// centered values, and pass 3 normalizes and writes y. Only a PIECE-column piece is in registers at a
+/// time, so a program needs few registers and the SM holds as many as its shared memory allows; only the
+/// pieces that hold the chunk's ends are masked. With PEEL the chunk is copied from the vector boundary
+/// before it (row_window), for rows that are not whole vectors.
 template <class T, int STAGE, int PIECE, bool PEEL = false>
 void layernorm_staged_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                               tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
-                              tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::f32> eps) {
-  const auto part = StagedChunk<T, STAGE, PIECE, PEEL>::of(stride, n, chunk, splits);
+                              tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::f32> eps,
+                              tl::Scalar<tl::i32> first_row) {
+  const auto part = StagedChunk<T, STAGE, PIECE, PEEL>::of(stride, n, chunk, splits, first_row);
   tl::Stage<T, STAGE> stage;
   part.copy(stage, x);
   auto shift = tl::cast<tl::f32>(tl::load(x + part.row * stride));  // the row's first element, in every program of it

@@ -27,12 +27,14 @@ void check_vector(const RowCall& call, const char* arg, const Arg& buf, std::int
                                 std::to_string(buf.count) + " elements, expected at least " + std::to_string(n));
 }
 
-void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args) {
+void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args, std::int64_t group) {
   if (call.collect) {
     call.collect->push_back(&program);
     return;
   }
-  program.launch(call.config(grid), args);
+  LaunchConfig config = call.config(grid);
+  config.group = group;
+  program.launch(config, args);
 }
 
 SplitPartials split_partials(const RowCall& call, std::int64_t splits, const Arg& first, const Arg& second, const char* first_name,
@@ -72,6 +74,34 @@ StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_byt
   const std::int64_t window = window_cols(split.chunk, element_bytes);
   const bool windowed = peel && window <= kStageMaxCols;
   return {split, windowed, windowed ? window : split.chunk};
+}
+
+StagedPlan resident_plan(const RowCall& call, int element_bytes, std::int64_t stage_bytes, bool peel) {
+  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, call.opt.tuning.stage_bytes.value_or(stage_bytes) / element_bytes);
+  const bool windowed = peel && (call.cols * element_bytes) % 16 != 0;
+  // A window starts up to a vector less one element before its chunk: chunks leave the stage room for it.
+  // Chunks are whole multiples of 8 columns (every chunk of a whole-vector row starts aligned).
+  const std::int64_t room = (windowed ? piece - 16 / element_bytes : piece) / 8 * 8;
+  const std::int64_t splits = (call.cols + room - 1) / room;
+  const std::int64_t chunk = ((call.cols + splits - 1) / splits + 7) / 8 * 8;  // at most room
+  if (call.rows * splits > 2147483647)
+    throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": rows x splits = " + std::to_string(call.rows * splits) +
+                                " exceeds 2^31-1 programs");
+  return {ClusterSplit{splits, chunk}, windowed, windowed ? window_cols(chunk, element_bytes) : chunk};
+}
+
+std::int64_t resident_wave_rows(const RowCall& call, const KernelShape& shape, std::int64_t stage_bytes, std::int64_t splits,
+                                const char* alternative) {
+  const Target target = call.target();
+  // What the stages leave an SM (each block also takes 1 KB of the driver's), within the launch bounds.
+  std::int64_t per_sm = (228 * 1024) / (stage_bytes + 1024);
+  if (shape.min_programs > 0) per_sm = std::min<std::int64_t>(per_sm, shape.min_programs);
+  const std::int64_t capacity = target.gpu ? per_sm * target.sm_count : 2 * splits;
+  if (splits > capacity)
+    throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": cols = " + std::to_string(call.cols) + " take " +
+                                std::to_string(splits) + " programs per row, and a resident launch holds at most " +
+                                std::to_string(capacity) + " at once on this GPU (" + alternative + " takes rows of any width)");
+  return capacity / splits;
 }
 
 }  // namespace tilefuse::kernels

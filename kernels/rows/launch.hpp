@@ -75,8 +75,9 @@ Program& row_program(const RowCall& call, const char* name, std::span<const char
                         [&] { return std::string(name) + "_" + std::to_string(BLOCK); }, params);
 }
 
-/// Runs `program` over `grid` with `args` (or records it, when the call collects).
-void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args);
+/// Runs `program` over `grid` with `args` (or records it, when the call collects); `group`: programs per
+/// resident group (KernelOptions::resident_groups).
+void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args, std::int64_t group = 1);
 
 /// A family's launcher of one variant, for the family's launcher table.
 template <class Args>
@@ -129,6 +130,18 @@ struct StagedPlan {
 /// `peel` is the family's rule for the rows, taken where a chunk's window fits one stage.
 StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_bytes, std::int64_t stage_bytes, bool peel,
                        const char* alternative);
+
+/// The plan of a resident launch (RowVariant::resident): each row over as many programs as stages of at
+/// most `stage_bytes` (or Tuning::stage_bytes) hold, any number of them; with `peel` (the family's rule)
+/// each chunk is copied from the vector boundary before it, its window within one stage.
+StagedPlan resident_plan(const RowCall& call, int element_bytes, std::int64_t stage_bytes, bool peel);
+
+/// Rows each cooperative launch of a resident kernel of `shape` covers, `splits` programs each: as many as
+/// the GPU keeps resident at once (the programs per SM that the stages of `stage_bytes` leave, on every SM;
+/// on the interpreter two rows, so that its tests run several waves). Throws, naming `alternative`, when
+/// one row takes more programs than that.
+std::int64_t resident_wave_rows(const RowCall& call, const KernelShape& shape, std::int64_t stage_bytes, std::int64_t splits,
+                                const char* alternative);
 
 /// Programs of a kernel that strides over rows in steps of its program count, which must be a multiple
 /// of `multiple`: as many as `shape` keeps resident on the GPU (shape.min_programs per SM, 2 when it asks

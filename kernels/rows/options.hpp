@@ -86,6 +86,9 @@ enum class RowVariant : std::uint8_t {
   split,        ///< each row split over programs of two kernels, partials in caller scratch (reads twice)
   cluster,      ///< each row over a thread-block cluster in registers (read once; sm_90)
   staged,       ///< each row staged through shared memory (read once; clusters for wider rows, sm_90)
+  /// each row staged over a group of programs resident at once, max and sum combined through global
+  /// memory (read once; one cooperative launch per wave of rows the GPU's shared memory holds)
+  resident,
 };
 
 /// Name of a variant ("one_program", "looped", ...).

@@ -235,9 +235,11 @@ struct StagedChunk {
   tl::Tile<tl::i32, PIECE> cols;        ///< 0 ... PIECE - 1
   tl::Scalar<tl::i32> base, head, end;  ///< where stage element 0 is read from; the columns' stage indices
 
-  static StagedChunk of(tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits) {
+  /// Program pid's chunk: row first_row + pid / splits (a launch may cover a wave of rows from first_row).
+  static StagedChunk of(tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits,
+                        tl::Scalar<tl::i32> first_row) {
     auto pid = tl::program_id(0);
-    auto row = pid / splits;
+    auto row = first_row + pid / splits;
     auto start = (pid % splits) * chunk;
     auto valid = tl::minimum(tl::maximum(tl::minimum(chunk, n - start), 0), STAGE);
     auto cols = tl::arange<PIECE>();

@@ -38,6 +38,7 @@ const char* variant_name(RowVariant v) {
     case RowVariant::split: return "split";
     case RowVariant::cluster: return "cluster";
     case RowVariant::staged: return "staged";
+    case RowVariant::resident: return "resident";
   }
   return "?";
 }
@@ -64,6 +65,7 @@ KernelOptions KernelShape::options(std::span<const char* const> params) const {
   o.min_programs_per_sm = min_programs;
   o.cluster_size = cluster;
   o.shared_carveout = carveout;
+  o.resident_groups = groups;
   return o;
 }
 

@@ -20,6 +20,7 @@ struct KernelShape {
   int min_programs = 0;   ///< KernelOptions::min_programs_per_sm
   int cluster = 1;        ///< KernelOptions::cluster_size
   int carveout = 100;     ///< KernelOptions::shared_carveout
+  bool groups = false;    ///< KernelOptions::resident_groups
   friend auto operator<=>(const KernelShape&, const KernelShape&) = default;
   /// The KernelOptions of this shape with parameters named `params`.
   KernelOptions options(std::span<const char* const> params) const;

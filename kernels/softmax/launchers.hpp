@@ -22,5 +22,6 @@ void looped(const RowCall& call, const Args& a);
 void split(const RowCall& call, const Args& a);
 void cluster(const RowCall& call, const Args& a);
 void staged(const RowCall& call, const Args& a);
+void resident(const RowCall& call, const Args& a);
 
 }  // namespace tilefuse::kernels::softmax_launch

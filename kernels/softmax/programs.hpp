@@ -282,15 +282,16 @@ void softmax_cluster_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> 
 inline constexpr double kLog2e = 1.4426950408889634;
 
 /// Softmax of rows staged through shared memory, read from global memory once: each program's chunk of a
-/// row (StagedChunk: one program per row, or a thread-block cluster per row that combines max and sum
-/// through tl::cluster_max / tl::cluster_sum) is copied into a stage of STAGE elements, then pass 1 takes
-/// the max from the stage, pass 2 sums exp(x - max), pass 3 writes exp(x - max) / sum. Only PIECE columns
-/// are in registers at a time, and only the pieces that hold the chunk's ends are masked. With PEEL the
-/// chunk is copied from the vector boundary before it (row_window), for rows that are not whole vectors.
+/// row (StagedChunk: one program per row, or a thread-block cluster or resident group per row that
+/// combines max and sum through tl::cluster_max / tl::cluster_sum; rows from first_row) is copied into a
+/// stage of STAGE elements, then pass 1 takes the max from the stage, pass 2 sums exp(x - max), pass 3
+/// writes exp(x - max) / sum. Only PIECE columns are in registers at a time, and only the pieces that hold
+/// the chunk's ends are masked. With PEEL the chunk is copied from the vector boundary before it
+/// (row_window), for rows that are not whole vectors.
 template <class T, int STAGE, int PIECE, bool PEEL = false>
 void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
-                            tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits) {
-  const auto part = StagedChunk<T, STAGE, PIECE, PEEL>::of(stride, n_cols, chunk, splits);
+                            tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::i32> first_row) {
+  const auto part = StagedChunk<T, STAGE, PIECE, PEEL>::of(stride, n_cols, chunk, splits, first_row);
   tl::Stage<T, STAGE> stage;
   part.copy(stage, in);
   // Stage elements off the row read as -inf: the max ignores them and their exp adds 0.

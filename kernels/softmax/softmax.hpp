@@ -118,6 +118,15 @@ void softmax_staged(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, con
   detail::softmax(RowVariant::staged, {memory_arg(in), memory_arg(out), rows, cols, splits}, opt);
 }
 
+/// Rows of any width that the GPU holds at once (a row's stages of 32 KB, or Tuning::stage_bytes, on
+/// every SM), each read once: a row is staged over a group of programs that are all resident together
+/// (a cooperative launch per wave of rows) and combine their max and sum through global memory.
+template <class Buf>
+void softmax_resident(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}) {
+  static_assert(holds_floats<Buf>, "tilefuse softmax_resident: elements must be float, half or bfloat16.");
+  detail::softmax(RowVariant::resident, {memory_arg(in), memory_arg(out), rows, cols}, opt);
+}
+
 /// Rows of any width, with the variant chosen from the variant table (softmax_choice; with opt.tune, what
 /// was tuned for the shape) or the one asked for (the split-row variant takes its partials from the
 /// library's workspace here; softmax_split takes the caller's).

@@ -1,5 +1,6 @@
 // The staged softmax: a row (or, in a cluster of up to 8 programs on sm_90, a piece of it) copied into
-// shared memory once and read back by three passes, for f32, f16 and bf16 and every stage size.
+// shared memory once and read back by three passes, for f32, f16 and bf16 and every stage size; and the
+// resident one, the same program over groups of co-resident programs of any size.
 #include <array>
 
 #include "kernels/softmax/launchers.hpp"
@@ -7,25 +8,52 @@
 
 namespace tilefuse::kernels::softmax_launch {
 
+namespace {
+constexpr const char* kStagedParams[] = {"in", "out", "stride", "n_cols", "chunk", "splits", "first_row"};
+
+// The staged program for `plan` and `shape` (its cluster or resident groups set), named `stem`.
+template <class T, int STAGE>
+Program& staged_program(const char* stem, const StagedPlan& plan, const KernelShape& shape) {
+  auto name = [&] { return stem + std::to_string(plan.split.splits) + "_" + std::to_string(STAGE) + (plan.peel ? "_peeled" : ""); };
+  return plan.peel ? kernel_for<&softmax_staged_program<T, STAGE, kStagePiece, true>>(shape, name, kStagedParams)
+                   : kernel_for<&softmax_staged_program<T, STAGE, kStagePiece>>(shape, name, kStagedParams);
+}
+}  // namespace
+
 void staged(const RowCall& call, const Args& a) {
   check_matrix(call, "in", a.in);
   check_matrix(call, "out", a.out);
   const int bytes = ir::dtype_bytes(a.in.dtype);
   // Rows that are not whole vectors: each chunk copied from the vector boundary before it.
   const StagedPlan plan = staged_plan(call, a.splits, bytes, 32768, peeled(call.opt.tuning, call.cols, bytes), "kernels::softmax_looped");
-  const ClusterSplit& split = plan.split;
-  const bool peel = plan.peel;
-  const Arg n = i32(call.cols), chunk = i32(split.chunk), splits = i32(split.splits);
+  const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
   with_float_dtype(a.in.dtype, [&]<class T>() {
     with_stage(plan.stage_cols, [&]<int STAGE>() {
-      static constexpr const char* params[] = {"in", "out", "stride", "n_cols", "chunk", "splits"};
       // Two warps per program (measured against one, four and eight: bench/NOTES.md, staged softmax).
       KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), 2);
-      shape.cluster = static_cast<int>(split.splits);
-      auto name = [&] { return "softmax_staged" + std::to_string(split.splits) + "_" + std::to_string(STAGE) + (peel ? "_peeled" : ""); };
-      Program& p = peel ? kernel_for<&softmax_staged_program<T, STAGE, kStagePiece, true>>(shape, name, params)
-                        : kernel_for<&softmax_staged_program<T, STAGE, kStagePiece>>(shape, name, params);
-      launch(call, p, Grid(call.rows * split.splits), std::array{a.in, a.out, n, n, chunk, splits});
+      shape.cluster = static_cast<int>(plan.split.splits);
+      launch(call, staged_program<T, STAGE>("softmax_staged", plan, shape), Grid(call.rows * plan.split.splits),
+             std::array{a.in, a.out, n, n, chunk, splits, i32(0)});
+    });
+  });
+}
+
+void resident(const RowCall& call, const Args& a) {
+  check_matrix(call, "in", a.in);
+  check_matrix(call, "out", a.out);
+  const int bytes = ir::dtype_bytes(a.in.dtype);
+  const StagedPlan plan = resident_plan(call, bytes, 32768, peeled(call.opt.tuning, call.cols, bytes));
+  const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
+  with_float_dtype(a.in.dtype, [&]<class T>() {
+    with_stage(plan.stage_cols, [&]<int STAGE>() {
+      KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), 2);
+      shape.groups = true;
+      const std::int64_t wave =
+          resident_wave_rows(call, shape, STAGE * element_bytes_of<T>(), plan.split.splits, "kernels::softmax_split");
+      Program& p = staged_program<T, STAGE>("softmax_resident", plan, shape);
+      for (std::int64_t first = 0; first < call.rows; first += wave)
+        launch(call, p, Grid(std::min(wave, call.rows - first) * plan.split.splits),
+               std::array{a.in, a.out, n, n, chunk, splits, i32(first)}, plan.split.splits);
     });
   });
 }

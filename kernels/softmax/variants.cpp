@@ -46,12 +46,17 @@ constexpr VariantInfo kVariants[] = {
     {RowVariant::looped, "softmax_looped", "one program per row looping over it, online max and sum", 2, false, false, 0,
      always_fits},
     {RowVariant::cluster, "softmax_cluster", "a row over a thread-block cluster, in registers (DSMEM)", 1, false, true, kSoftmaxClusterMaxCols, nullptr},
+    {RowVariant::resident, "softmax_resident",
+     "each row staged over a group of programs resident at once, max and sum combined through global memory (read once; one "
+     "cooperative launch per wave of rows)",
+     1, false, false, 0, nullptr},
 };
 
 // The launcher of each variant.
 constexpr Launcher<detail::SoftmaxArgs> kLaunchers[] = {
     {RowVariant::one_program, softmax_launch::one_program}, {RowVariant::looped, softmax_launch::looped}, {RowVariant::split, softmax_launch::split},
     {RowVariant::cluster, softmax_launch::cluster},         {RowVariant::staged, softmax_launch::staged},
+    {RowVariant::resident, softmax_launch::resident},
 };
 
 // Runs (or, with `collect`, records the programs of) `variant` on `a`; the automatic choice runs what was

@@ -3,6 +3,7 @@
 // needed.
 #pragma once
 
+#include "dsl/tl.hpp"
 #include "kernels/layernorm/layernorm.hpp"
 #include "kernels/softmax/softmax.hpp"
 
@@ -34,6 +35,24 @@ inline const Program& layernorm_program(ir::DType dtype, std::int64_t cols) {
 inline bool layernorm_reads_twice(kernels::RowVariant variant, std::int64_t rows, std::int64_t cols, int element_bytes, Backend backend) {
   if (variant == kernels::RowVariant::automatic) variant = kernels::layernorm_choice(rows, cols, element_bytes, {backend});
   return kernels::find_variant(kernels::layernorm_variants(), variant, "layernorm").reads == 2;
+}
+
+/// Each program's sum and max of its 32 elements of `in`, combined over its cluster or resident group,
+/// written to out[2 pid] and out[2 pid + 1] (the cluster and resident-group tests).
+inline void group_total_program(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out) {
+  auto pid = tl::program_id(0);
+  auto x = tl::load(in + pid * 32 + tl::arange<32>());
+  auto total = tl::cluster_sum(tl::sum(x));
+  auto top = tl::cluster_max(tl::max(x));
+  tl::store(out + pid * 2, total);
+  tl::store(out + pid * 2 + 1, top);
+}
+
+/// KernelOptions of group_total_program over resident groups: one warp per program.
+inline KernelOptions resident_group_options() {
+  KernelOptions o{1, {"in", "out"}};
+  o.resident_groups = true;
+  return o;
 }
 
 }  // namespace tilefuse::test

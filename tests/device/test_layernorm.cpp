@@ -173,6 +173,14 @@ TEST_F(Gpu, StagedLayerNormReadsOnce) {
 }
 
 // Every entry of the variant table that needs no scratch, at a width past one program where it allows.
+// Rows over resident groups, read once and two-pass: one cooperative launch per wave of rows.
+TEST_F(Gpu, ResidentLayerNormReadsOnce) {
+  check_layernorm<float>(5, 855125, 0.f, RowVariant::resident);
+  check_layernorm<bfloat16>(9, 1222495, 0.f, RowVariant::resident);
+  check_layernorm<half>(700, 40001, 0.f, RowVariant::resident);
+  check_layernorm<float>(7, 300001, 1e4f, RowVariant::resident);  // two-pass at a large mean
+}
+
 TEST_F(Gpu, EveryLayerNormVariantOfTheTable) {
   for (const auto& v : kernels::layernorm_variants()) {
     if (v.needs_scratch) continue;

@@ -9,6 +9,7 @@
 #include "kernels/softmax/softmax.hpp"
 #include "tests/common/gpu.hpp"
 #include "tests/common/op_kernels.hpp"
+#include "tests/common/programs.hpp"
 
 namespace {
 
@@ -73,6 +74,40 @@ TEST_F(Gpu, IntOpsMatchInterpreterExactly) {
     ASSERT_EQ(gpu[i], interp[i]) << testkit::int_ops()[i / n].name << " element " << i % n;
   EXPECT_EQ(wide.download(), interp_wide);
   for (int i = 0; i < n; ++i) EXPECT_EQ(interp_wide[i], std::int64_t{a[i]} * b[i]);
+}
+
+// Cluster reductions over resident groups of any size on the GPU (a cooperative launch, the barrier and
+// values in global memory), against the interpreter; launched twice, so the barrier words left by one
+// launch serve the next; and a grid larger than the GPU holds at once is an error, not a hang.
+TEST_F(Gpu, ResidentGroupsCombineOnTheGpu) {
+  Kernel<&test::group_total_program> k("group_total", test::resident_group_options());
+  for (const auto& [programs, group] : {std::pair{24, 3}, {1000, 250}, {1320, 1320}, {4, 1}}) {
+    SCOPED_TRACE(std::to_string(programs) + " programs in groups of " + std::to_string(group));
+    std::vector<float> in(programs * 32);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 32 + (i / 32) * 100) / 64;
+    DeviceBuffer<float> din(in), dout(programs * 2);
+    std::vector<float> expect(programs * 2);
+    LaunchConfig interp({programs}, Backend::interpreter), gpu({programs}, Backend::gpu);
+    interp.group = gpu.group = group;
+    k.launch(interp, in, expect);
+    for (int run = 0; run < 2; ++run) {
+      dout.fill_bytes(0xff);
+      k.launch(gpu, din, dout);
+      const auto got = dout.download();
+      for (int i = 0; i < programs * 2; ++i) ASSERT_NEAR(got[i], expect[i], 1e-5 * std::abs(expect[i])) << "element " << i;
+    }
+  }
+  DeviceBuffer<float> din(100000 * 32), dout(100000 * 2);
+  LaunchConfig too_many({100000}, Backend::gpu);
+  too_many.group = 100;
+  try {
+    k.launch(too_many, din, dout);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 'group_total' combines over resident groups, so all its programs must run at once: "
+                                         "expected a grid of at most"),
+              std::string::npos) << e.what();
+  }
 }
 
 TEST_F(Gpu, HostMemoryOnGpuIsAClearError) {

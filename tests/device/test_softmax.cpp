@@ -172,6 +172,31 @@ TEST_F(Gpu, StagedSoftmaxReadsOnce) {
   check_variant<float>(3, 262144, RowVariant::staged);
 }
 
+// Rows over resident groups, read once: each row staged over a group of programs all resident at once,
+// one cooperative launch per wave of rows (H200: 5x855125 f32 takes 105 programs a row in one wave,
+// 700x40001 f16 waves of 264 rows).
+TEST_F(Gpu, ResidentSoftmaxReadsOnce) {
+  check_variant<float>(5, 855125, RowVariant::resident);
+  check_variant<bfloat16>(9, 1222495, RowVariant::resident);
+  check_variant<half>(700, 40001, RowVariant::resident);
+  check_variant<float>(3, 100, RowVariant::resident);
+}
+
+// A row wider than the GPU's stages hold at once is an error that names the kernel that takes it.
+TEST_F(Gpu, ResidentSoftmaxRefusesRowsTheGpuCannotHold) {
+  const std::int64_t cols = 8'000'000;
+  DeviceBuffer<float> x(cols), y(cols);
+  try {
+    kernels::softmax_resident(x, y, 1, cols, {Backend::gpu});
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("tilefuse softmax_resident: cols = 8000000 take 977 programs per row, and a resident launch "
+                                         "holds at most"),
+              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(kernels::softmax_split takes rows of any width)"), std::string::npos) << e.what();
+  }
+}
+
 // Rows whose width is not a whole number of 16-byte vectors, read through their aligned windows: every
 // row starts at another offset into its vector (odd widths of halves, 1 and 3 mod 4 of floats).
 TEST_F(Gpu, SoftmaxRowsOfEveryAlignment) {

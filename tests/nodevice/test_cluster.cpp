@@ -1,6 +1,7 @@
-// Thread-block clusters: cluster reductions in the interpreter (programs in lockstep), the generated
-// barriers and distributed shared memory reads, the verifier keeping them out of loops, and the cluster
-// softmax against float64.
+// Thread-block clusters and resident groups: cluster reductions in the interpreter (programs in
+// lockstep), the generated barriers and distributed shared memory reads (or, over resident groups, the
+// barrier and values in global memory), the verifier keeping them out of loops, and the cluster and
+// resident softmax and LayerNorm against float64.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -107,4 +108,84 @@ TEST(Cluster, SoftmaxRefusesRowsWiderThanEightPrograms) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("exceeds the cluster limit of 131072"), std::string::npos) << e.what();
   }
+}
+
+namespace {
+
+// What group_total_program writes for `programs` programs in groups of `group`, element i of program p
+// being p * 100 + i % 32.
+void expect_group_totals(const std::vector<float>& out, int programs, int group) {
+  for (int pid = 0; pid < programs; ++pid) {
+    const int first = pid / group * group;
+    double sum = 0;
+    for (int p = first; p < first + group; ++p) sum += 32 * 100.0 * p + 496;
+    EXPECT_FLOAT_EQ(out[2 * pid], static_cast<float>(sum)) << "program " << pid;
+    EXPECT_EQ(out[2 * pid + 1], static_cast<float>(31 + 100 * (first + group - 1))) << "program " << pid;
+  }
+}
+
+}  // namespace
+
+TEST(ResidentGroups, ReductionsCombineTheGroupsPrograms) {
+  Kernel<&test::group_total_program> k("group_total", test::resident_group_options());
+  for (const int group : {1, 3, 12}) {
+    std::vector<float> in(24 * 32), out(48, std::nanf(""));
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 32 + (i / 32) * 100);
+    LaunchConfig config({24}, Backend::interpreter);
+    config.group = group;  // a launch's groups may take any size; the program does not change
+    k.launch(config, in, out);
+    expect_group_totals(out, 24, group);
+  }
+  // A grid that is not a whole number of groups is refused, naming the kernel and the group.
+  std::vector<float> in(24 * 32), out(48);
+  LaunchConfig ragged({24}, Backend::interpreter);
+  ragged.group = 5;
+  try {
+    k.launch(ragged, in, out);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 'group_total' combines over resident groups: expected a grid (x, 1, 1) with x a "
+                                         "multiple of the group of 5 programs, got (24, 1, 1)"),
+              std::string::npos) << e.what();
+  }
+  // Groups replace clusters: a kernel cannot ask for both.
+  KernelOptions both = test::resident_group_options();
+  both.cluster_size = 2;
+  EXPECT_THROW((Kernel<&test::group_total_program>("group_total", both)), std::invalid_argument);
+}
+
+TEST(ResidentGroups, GeneratedCodeMeetsInGlobalMemory) {
+  Kernel<&test::group_total_program> k("group_total", test::resident_group_options());
+  const std::string src = k.program().cuda_source(k.program().default_specialization());
+  // Each reduction has its own row of the workspace; no cluster barrier or distributed shared memory.
+  EXPECT_NE(src.find("unsigned* tf_group_count, unsigned* tf_group_next, float* tf_group_values, int tf_group, int tf_group_slots)"),
+            std::string::npos) << src;
+  const std::string call = "tf_group_combine(tf_group_count, tf_group_next, tf_group_values, tf_group, tf_group_slots, ";
+  EXPECT_EQ(test::occurrences(src, "= " + call), 2u) << src;
+  EXPECT_NE(src.find(call + "0, "), std::string::npos) << src;
+  EXPECT_NE(src.find(call + "1, "), std::string::npos) << src;
+  EXPECT_EQ(src.find("__cluster_dims__"), std::string::npos) << src;
+  EXPECT_EQ(src.find("mapa.shared::cluster"), std::string::npos) << src;
+  const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+  // The resident softmax and LayerNorm compile without spills at the stages they take.
+  for (const ir::DType dtype : {ir::DType::f32, ir::DType::bf16}) {
+    for (const Program* p : {kernels::softmax_programs(kernels::RowVariant::resident, dtype, 855125, test::kInterpreter).at(0),
+                             kernels::layernorm_programs(kernels::RowVariant::resident, dtype, 855125, test::kInterpreter).at(0)}) {
+      const auto c = p->compile(p->default_specialization(), "sm_90");
+      EXPECT_EQ(c.spill_bytes, 0) << p->name() << "\n" << c.ptxas_log;
+      EXPECT_EQ(c.stack_bytes, 0) << p->name() << "\n" << c.ptxas_log;
+    }
+  }
+}
+
+// The resident softmax in the interpreter: each row over as many 32 KB stages as it takes (f32: 8184
+// columns each, 8176 through windows), in waves of two rows (the interpreter's), ragged last chunks.
+TEST(ResidentGroups, SoftmaxMatchesFloat64) {
+  test::check_softmax_interpreter<float>(5, 20000, kernels::RowVariant::resident);   // 3 programs a row, 3 waves
+  test::check_softmax_interpreter<float>(3, 8184, kernels::RowVariant::resident);    // one program a row
+  test::check_softmax_interpreter<float>(2, 16369, kernels::RowVariant::resident);   // through windows
+  test::check_softmax_interpreter<half>(3, 40001, kernels::RowVariant::resident);    // 3 programs, odd halves
+  test::check_softmax_interpreter<bfloat16>(1, 70000, kernels::RowVariant::resident);
+  test::check_softmax_interpreter<float>(4, 7, kernels::RowVariant::resident);
 }

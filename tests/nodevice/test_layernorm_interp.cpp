@@ -255,6 +255,15 @@ TEST(LayerNormInterp, StagedMatchesFloat64) {
   check_layernorm<bfloat16>(1, kernels::kStageMaxCols, 0.f, 1.f, RowVariant::staged);
 }
 
+// The resident LayerNorm: rows over groups of 32 KB stages, in the interpreter's waves of two rows.
+TEST(LayerNormInterp, ResidentMatchesFloat64) {
+  check_layernorm<float>(5, 20000, 0.f, 1.f, RowVariant::resident);
+  check_layernorm<half>(3, 40001, 0.f, 1.f, RowVariant::resident);
+  check_layernorm<bfloat16>(2, 33000, 0.f, 1.f, RowVariant::resident);
+  check_layernorm<float>(3, 16383, 1e4f, 1.f, RowVariant::resident);  // two-pass at a large mean, through windows
+  check_layernorm<float>(2, 5, 0.f, 1.f, RowVariant::resident);
+}
+
 TEST(LayerNormInterp, StagedIsTwoPassAtLargeMeans) { check_layernorm<float>(3, 5000, 1e4f, 1.f, RowVariant::staged); }
 
 // Every entry of the variant table in the interpreter, at a width past one program where it allows (the
