@@ -82,6 +82,9 @@ struct Program::Gpu {
     std::uint64_t launches = 0;
   };
   std::map<void*, GroupWorkspace> group_workspaces;
+  // Held from taking a workspace's array of counts until the launch is on its stream, so that launches
+  // from several host threads on one stream take the arrays in the order they run.
+  std::mutex group_mutex;
   std::unique_ptr<DeviceBytes> fault;  // with bounds checks: the kernel's TfFault record (zero until a violation)
   std::mutex mutex;
   std::vector<std::unique_ptr<Entry>> entries;
@@ -473,6 +476,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
   // reduction), the group size and the counts per array.
   std::uint64_t group_count = 0, group_next = 0, group_values = 0;
   std::int32_t group = static_cast<std::int32_t>(config.group), group_slots = 0;
+  std::unique_lock<std::mutex> group_lock;
   if (options_.resident_groups) {
     const int blocks = entry->resident_per_sm;
     const int sms = driver::device().sm_count;
@@ -480,12 +484,13 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
     if (config.grid.x > resident)
       throw std::invalid_argument("tilefuse: kernel '" + fn_.name +
                                   "' combines over resident groups, so all its programs must run at once: expected a grid of at most " +
-                                  std::to_string(resident) + " programs (" + std::to_string(blocks) + " per SM on " + driver::device().name + "), got " + std::to_string(config.grid.x));
+                                  std::to_string(resident) + " programs (" + std::to_string(blocks) + " per SM on " + driver::device().name +
+                                  "), got " + std::to_string(config.grid.x));
     std::size_t reductions = 0;
     ir::walk(fn_.body, [&](const ir::Instr& in) { reductions += ir::is_cluster_reduction(in.op) ? 1 : 0; });
     // Sized for the most blocks any specialization could keep resident (32 a SM).
     const std::size_t most = 32 * static_cast<std::size_t>(sms), counts_bytes = 4 * most;
-    std::lock_guard lock(gpu_->mutex);
+    group_lock = std::unique_lock<std::mutex>(gpu_->group_mutex);
     Gpu::GroupWorkspace& ws = gpu_->group_workspaces[config.stream];
     if (!ws.bytes) {
       ws.bytes = std::make_unique<DeviceBytes>(2 * counts_bytes + 4 * reductions * most);
@@ -540,9 +545,10 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
   const driver::Dim3 grid{static_cast<unsigned>((config.grid.x + packed - 1) / packed),
                           static_cast<unsigned>(config.grid.y), static_cast<unsigned>(config.grid.z)};
   const driver::Dim3 block{static_cast<unsigned>(32 * options_.num_warps * packed), 1, 1};
-  if (options_.resident_groups)
+  if (options_.resident_groups) {
     driver::launch_cooperative(entry->function, grid, block, entry->shared_bytes, config.stream, params, fn_.name.c_str());
-  else
+    group_lock.unlock();
+  } else
     driver::launch(entry->function, grid, block, entry->shared_bytes, config.stream, params, fn_.name.c_str());
   if (spec.bounds_checks) check_fault(entry->sites, packed);
 }
