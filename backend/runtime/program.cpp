@@ -477,6 +477,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
   std::uint64_t group_count = 0, group_next = 0, group_values = 0;
   std::int32_t group = static_cast<std::int32_t>(config.group), group_slots = 0;
   std::unique_lock<std::mutex> group_lock;
+  Gpu::GroupWorkspace* workspace = nullptr;
   if (options_.resident_groups) {
     const int blocks = entry->resident_per_sm;
     const int sms = driver::device().sm_count;
@@ -491,13 +492,14 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
     // Sized for the most blocks any specialization could keep resident (32 a SM).
     const std::size_t most = 32 * static_cast<std::size_t>(sms), counts_bytes = 4 * most;
     group_lock = std::unique_lock<std::mutex>(gpu_->group_mutex);
-    Gpu::GroupWorkspace& ws = gpu_->group_workspaces[config.stream];
-    if (!ws.bytes) {
-      ws.bytes = std::make_unique<DeviceBytes>(2 * counts_bytes + 4 * reductions * most);
-      ws.bytes->fill(0, 2 * counts_bytes, config.stream);
+    workspace = &gpu_->group_workspaces[config.stream];
+    if (!workspace->bytes) {
+      workspace->bytes = std::make_unique<DeviceBytes>(2 * counts_bytes + 4 * reductions * most);
+      workspace->bytes->fill(0, 2 * counts_bytes, config.stream);
     }
-    const std::uint64_t base = ws.bytes->address();
-    const bool odd = ws.launches++ % 2 == 1;
+    const std::uint64_t base = workspace->bytes->address();
+    // (counted once the launch is on its stream: a launch that fails to start leaves the turn unchanged)
+    const bool odd = workspace->launches % 2 == 1;
     group_count = base + (odd ? counts_bytes : 0);
     group_next = base + (odd ? 0 : counts_bytes);
     group_values = base + 2 * counts_bytes;
@@ -547,6 +549,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
   const driver::Dim3 block{static_cast<unsigned>(32 * options_.num_warps * packed), 1, 1};
   if (options_.resident_groups) {
     driver::launch_cooperative(entry->function, grid, block, entry->shared_bytes, config.stream, params, fn_.name.c_str());
+    ++workspace->launches;
     group_lock.unlock();
   } else
     driver::launch(entry->function, grid, block, entry->shared_bytes, config.stream, params, fn_.name.c_str());
