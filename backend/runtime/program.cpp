@@ -487,13 +487,13 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
                                   "' combines over resident groups, so all its programs must run at once: expected a grid of at most " +
                                   std::to_string(resident) + " programs (" + std::to_string(blocks) + " per SM on " + driver::device().name +
                                   "), got " + std::to_string(config.grid.x));
-    std::size_t reductions = 0;
-    ir::walk(fn_.body, [&](const ir::Instr& in) { reductions += ir::is_cluster_reduction(in.op) ? 1 : 0; });
     // Sized for the most blocks any specialization could keep resident (32 a SM).
     const std::size_t most = 32 * static_cast<std::size_t>(sms), counts_bytes = 4 * most;
     group_lock = std::unique_lock<std::mutex>(gpu_->group_mutex);
     workspace = &gpu_->group_workspaces[config.stream];
-    if (!workspace->bytes) {
+    if (!workspace->bytes) {  // the stream's first launch: a value per program for each reduction
+      std::size_t reductions = 0;
+      ir::walk(fn_.body, [&](const ir::Instr& in) { reductions += ir::is_cluster_reduction(in.op) ? 1 : 0; });
       workspace->bytes = std::make_unique<DeviceBytes>(2 * counts_bytes + 4 * reductions * most);
       workspace->bytes->fill(0, 2 * counts_bytes, config.stream);
     }

@@ -78,23 +78,22 @@ StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_byt
 
 StagedPlan resident_plan(const RowCall& call, int element_bytes, std::int64_t stage_bytes, bool peel) {
   const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, call.opt.tuning.stage_bytes.value_or(stage_bytes) / element_bytes);
-  const bool windowed = peel && (call.cols * element_bytes) % 16 != 0;
   // A window starts up to a vector less one element before its chunk: chunks leave the stage room for it.
   // Chunks are whole multiples of 8 columns (every chunk of a whole-vector row starts aligned).
-  const std::int64_t room = (windowed ? piece - 16 / element_bytes : piece) / 8 * 8;
+  const std::int64_t room = (peel ? piece - 16 / element_bytes : piece) / 8 * 8;
   const std::int64_t splits = (call.cols + room - 1) / room;
   const std::int64_t chunk = ((call.cols + splits - 1) / splits + 7) / 8 * 8;  // at most room
   if (call.rows * splits > 2147483647)
     throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": rows x splits = " + std::to_string(call.rows * splits) +
                                 " exceeds 2^31-1 programs");
-  return {ClusterSplit{splits, chunk}, windowed, windowed ? window_cols(chunk, element_bytes) : chunk};
+  return {ClusterSplit{splits, chunk}, peel, peel ? window_cols(chunk, element_bytes) : chunk};
 }
 
 std::int64_t resident_wave_rows(const RowCall& call, const KernelShape& shape, std::int64_t stage_bytes, std::int64_t splits,
                                 const char* alternative) {
   const Target target = call.target();
-  // What the stages leave an SM (each block also takes 1 KB of the driver's), within the launch bounds.
-  std::int64_t per_sm = (228 * 1024) / (stage_bytes + 1024);
+  // What the stages leave an SM, within the launch bounds.
+  std::int64_t per_sm = stages_per_sm(stage_bytes);
   if (shape.min_programs > 0) per_sm = std::min<std::int64_t>(per_sm, shape.min_programs);
   const std::int64_t capacity = target.gpu ? per_sm * target.sm_count : 2 * splits;
   if (splits > capacity)

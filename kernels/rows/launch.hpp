@@ -132,8 +132,9 @@ StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_byt
                        const char* alternative);
 
 /// The plan of a resident launch (RowVariant::resident): each row over as many programs as stages of at
-/// most `stage_bytes` (or Tuning::stage_bytes) hold, any number of them; with `peel` (the family's rule)
-/// each chunk is copied from the vector boundary before it, its window within one stage.
+/// most `stage_bytes` (or Tuning::stage_bytes) hold, any number of them; with `peel` (peeled(): the family's
+/// rule, for rows that are not whole vectors) each chunk is copied from the vector boundary before it, its
+/// window within one stage.
 StagedPlan resident_plan(const RowCall& call, int element_bytes, std::int64_t stage_bytes, bool peel);
 
 /// Rows each cooperative launch of a resident kernel of `shape` covers, `splits` programs each: as many as

@@ -112,10 +112,11 @@ KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t p
   return KernelShape{warps, resident_programs(tuning, 0, warps)};
 }
 
+std::int64_t stages_per_sm(std::int64_t stage_bytes) { return (228 * 1024) / (stage_bytes + 1024); }
+
 KernelShape staged_shape(const Tuning& tuning, std::int64_t stage_bytes, int warps_rule) {
   const int warps = tuning.staged_warps.value_or(warps_rule);
-  const std::int64_t by_shared = (228 * 1024) / (stage_bytes + 1024);
-  const int rule = static_cast<int>(std::min<std::int64_t>(2048, by_shared * 32 * warps));
+  const int rule = static_cast<int>(std::min<std::int64_t>(2048, stages_per_sm(stage_bytes) * 32 * warps));
   return KernelShape{warps, resident_programs(tuning, rule, warps), 1, tuning.shared_carveout.value_or(100)};
 }
 

@@ -61,6 +61,10 @@ KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t p
 /// limit.
 KernelShape staged_shape(const Tuning& tuning, std::int64_t stage_bytes, int warps_rule);
 
+/// Programs whose stages take `stage_bytes` each that the H100/H200's 228 KB of shared memory holds on one
+/// SM (each block also takes 1 KB of the driver's): what staged_shape asks ptxas to fit.
+std::int64_t stages_per_sm(std::int64_t stage_bytes);
+
 /// How a row is spread over a thread-block cluster: `splits` programs of `chunk` columns each.
 struct ClusterSplit {
   std::int64_t splits, chunk;
