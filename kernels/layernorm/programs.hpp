@@ -137,6 +137,15 @@ auto normalize_rows(const tl::Tile<tl::f32, R, C>& v, const tl::Tile<tl::i1, R, 
   return std::tuple{centered * rstd(tl::all, tl::none), shift + mean_shifted, rstd};
 }
 
+/// Each row's first element out of the [R, C] tile `v`, where `first` marks it (one element per row, none
+/// for rows off the matrix): a row sum of that element and zeros, which is exact. It is a reduction along
+/// the rows like the mean's and the variance's, so the shift lives in their layout; loaded as its own
+/// [R] tile it would cross to it through shared memory, with two barriers each way.
+template <int R, int C>
+tl::Tile<tl::f32, R> first_of_rows(const tl::Tile<tl::f32, R, C>& v, const tl::Tile<tl::i1, R, C>& first) {
+  return tl::sum<1>(tl::where(first, v, 0.0));
+}
+
 /// LayerNorm two-pass of narrow rows, R rows of up to C columns per program as one 2D tile (RowBlock), as
 /// layernorm_program computes each row (f32 rows shifted by their first element); with PEEL, rows are
 /// read through their aligned windows, and w and b follow each row's window.
@@ -147,7 +156,8 @@ void layernorm_rows_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T>
   constexpr bool shifted = std::is_same_v<T, tl::f32>;
   RowBlock<T, R, C, PEEL> block(stride, n, n_rows);
   auto v = tl::cast<tl::f32>(tl::load(x + block.at, block.mask));
-  auto shift = shifted ? tl::cast<tl::f32>(tl::load(x + block.start, block.row_in)) : tl::full<tl::f32, R>(0.0);
+  auto first = block.mask & (tl::arange<C>()(tl::none, tl::all) == block.head(tl::all, tl::none));
+  auto shift = shifted ? first_of_rows(v, first) : tl::full<tl::f32, R>(0.0);
   auto [normalized, mean, rstd] = normalize_rows(v, block.mask, shift, n, eps);
   auto out = [&] {
     if constexpr (PEEL) {  // each row's columns start at its head
@@ -176,7 +186,7 @@ void layernorm_staged_rows_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl:
   constexpr bool shifted = std::is_same_v<T, tl::f32>;
   StagedRows<T, R, C> block(n, n_rows);
   auto v = tl::cast<tl::f32>(block.load(x, 0));
-  auto shift = shifted ? tl::cast<tl::f32>(block.stage.gather(block.first, block.row_in, 0)) : tl::full<tl::f32, R>(0.0);
+  auto shift = shifted ? first_of_rows(v, block.mask & (tl::arange<C>()(tl::none, tl::all) == 0)) : tl::full<tl::f32, R>(0.0);
   auto [normalized, mean, rstd] = normalize_rows(v, block.mask, shift, n, eps);
   auto cols = tl::arange<C>();
   auto wv = tl::cast<tl::f32>(tl::load(w + cols, cols < n));

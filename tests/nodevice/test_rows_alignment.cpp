@@ -214,8 +214,8 @@ TEST(RowsAlignment, NarrowRowsGoSeveralToAProgram) {
 TEST(RowsAlignment, StagedNarrowRowsMatchFloat64) {
   // Rows that are not whole vectors, the program's rows as one run through shared memory (StagedRows):
   // runs that start anywhere in a vector, the last program's rows past the matrix, widths from 1 column
-  // to a 512-byte tile, every dtype; LayerNorm's f32 rows shifted by their first element, gathered from
-  // the stage.
+  // to a 512-byte tile, every dtype; LayerNorm's f32 rows shifted by their first element, taken from the
+  // tile.
   const kernels::RowOptions opt = packed(false, true);
   EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 47, opt).at(0)->name(), "softmax_staged_rows_64x64");
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::f32, 3, opt).at(0)->name(), "layernorm_staged_rows_512x4");
@@ -319,6 +319,30 @@ TEST(RowsAlignment, PackedOddRowsPutNeighbouringLanesOnNeighbouringElements) {
     kernels::softmax_auto(x, y, 75, cols, opt);
     EXPECT_LE(reference::relative_error<bfloat16>(y, reference::softmax<bfloat16>(x, 75, cols)), reference::tolerance<bfloat16>());
   }
+}
+
+TEST(RowsAlignment, PackedLayerNormKeepsRowValuesWhereTheRowsAre) {
+  // A packed LayerNorm program's per-row and per-column values never cross layouts through shared memory:
+  // the f32 shift (each row's first element) is a row reduction of the tile, like the mean, and w and b
+  // are loaded in the layout the rows use them in (lane-spaced for rows that are not whole vectors).
+  // Shared memory and barriers are left to the staged rows, which move through a stage by design.
+  struct Case {
+    ir::DType dtype;
+    std::int64_t cols;
+    const char* name;
+  };
+  for (const Case& c : {Case{ir::DType::f32, 40, "layernorm_rows_32x64"}, Case{ir::DType::f32, 33, "layernorm_rows_32x64"},
+                        Case{ir::DType::bf16, 47, "layernorm_rows_64x64"}, Case{ir::DType::f16, 136, "layernorm_rows_16x256"}}) {
+    const Program* p = kernels::layernorm_programs(RowVariant::one_program, c.dtype, c.cols, packed(false)).at(0);
+    EXPECT_EQ(p->name(), c.name);
+    const std::string src = p->cuda_source(c.cols % 8 ? odd_rows(*p) : p->default_specialization());
+    EXPECT_EQ(occurrences(src, "through shared memory"), 0u) << src;
+    EXPECT_EQ(occurrences(src, "__syncthreads()"), 0u) << src;
+  }
+  // Staged f32 rows take their shift from the tile too: the only barriers are the stage's own.
+  const Program* s = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f32, 53, packed(false, true)).at(0);
+  const std::string staged = s->cuda_source(odd_rows(*s));
+  EXPECT_EQ(occurrences(staged, "through shared memory"), 0u) << staged;
 }
 
 TEST(RowsAlignment, NarrowRowKernelsMove16BytesPerAccess) {

@@ -6,7 +6,13 @@
 // slice of their operand's layout; loop values take what their iterations give (to a fixpoint). Pure
 // arithmetic on indices, constants and broadcasts is lazy: it is computed where it is used, in the
 // layout the use needs, so masks and addresses never move between threads.
+//
+// Planning runs forward, then looks back once at 1D loads: a load whose value (and what is computed
+// from it alone, a cast) is only broadcast into 2D tiles that all want it in one blocked layout
+// (LayerNorm's w and b against rows held lane-spaced) is loaded in that layout and
+// the program planned again, so it never crosses layouts through shared memory (two barriers each).
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "backend/ir/ops.hpp"
@@ -21,13 +27,14 @@ int layout_bytes(const ir::ValueType& t) { return t.dtype == ir::DType::i1 ? 4 :
 
 class TilePlanner {
  public:
-  TilePlanner(const ir::Function& fn, Analysis& a) : fn_(fn), a_(a), warps_(a.threads / 32), uses_(fn.values.size()) {}
+  TilePlanner(const ir::Function& fn, Analysis& a)
+      : fn_(fn), a_(a), warps_(a.threads / 32), uses_(fn.values.size()), defs_(fn.values.size(), nullptr), forced_(fn.values.size()) {}
 
   void run() {
-    a_.home.assign(fn_.values.size(), TileHome{});
     count_uses(fn_.body);
     ir::walk(fn_.body, [&](const ir::Instr& in) { split_rows_ = split_rows_ || ir::is_axis_reduction(in.op); });
-    block(fn_.body);  // (loop() gives what no iteration decided the blocked layout)
+    plan();
+    if (load_where_broadcast()) plan();
   }
 
  private:
@@ -36,12 +43,100 @@ class TilePlanner {
     int operand;  // -1: a loop yield
   };
 
+  void plan() {
+    a_.home.assign(fn_.values.size(), TileHome{});
+    known_.assign(fn_.values.size(), false);
+    block(fn_.body);  // (loop() gives what no iteration decided the blocked layout)
+  }
+
   void count_uses(const std::vector<ir::Instr>& b) {
     for (const ir::Instr& in : b) {
       for (std::size_t k = 0; k < in.args.size(); ++k) uses_[in.args[k]].push_back({&in, static_cast<int>(k)});
       for (ir::ValueId y : in.yields) uses_[y].push_back({&in, -1});
+      if (in.result >= 0) defs_[in.result] = &in;
       count_uses(in.body);
     }
+  }
+
+  // An op planned by the arithmetic rule: its operands are read in its own layout.
+  static bool arithmetic(const ir::Instr& in) {
+    switch (ir::op_info(in.op).family) {
+      case ir::Family::dot:
+      case ir::Family::memory:
+      case ir::Family::stage:
+      case ir::Family::axis_reduction:
+      case ir::Family::shape:
+      case ir::Family::reduction:
+      case ir::Family::cluster:
+      case ir::Family::control: return false;
+      default: return in.result >= 0;
+    }
+  }
+
+  // The layouts in which the values in registers are read through lazy values (expand, broadcast,
+  // trans, lazy arithmetic), as code generation reads them: `wants_[x]` gets (layout, reader) for x read
+  // in `l` by `reader`.
+  void want(ir::ValueId x, const TileLayout2& l, const ir::Instr* reader) {
+    if (fn_.values[x].rank == 0 || fn_.values[x].rank != l.rank) return;
+    const TileHome& h = a_.home[x];
+    if (h.where == Where::registers) return wants_[x].push_back({l, reader});
+    if (h.where != Where::lazy || !defs_[x]) return;
+    const ir::Instr& d = *defs_[x];
+    if (d.op == ir::Op::expand) return want(d.args[0], slice_layout(l, d.as<ir::attr::Axis>().axis), reader);
+    if (d.op == ir::Op::broadcast) {
+      const auto& f = fn_.values[d.args[0]].dims;
+      return want(d.args[0], squeeze_layout(l, {static_cast<int>(f[0]), static_cast<int>(f[1])}), reader);
+    }
+    if (d.op == ir::Op::trans) return want(d.args[0], trans_layout(l), reader);
+    for (ir::ValueId a : d.args) want(a, l, reader);
+  }
+
+  // Chooses the layout of every 1D load whose value is only read by arithmetic through broadcasts in one
+  // layout other than its own (see the file's comment); true when any changed.
+  bool load_where_broadcast() {
+    wants_.assign(fn_.values.size(), {});
+    ir::walk(fn_.body, [&](const ir::Instr& in) {
+      if (arithmetic(in) && a_.home[in.result].where == Where::registers)
+        for (ir::ValueId x : in.args) want(x, a_.home[in.result].layout, &in);
+    });
+    bool changed = false;
+    ir::walk(fn_.body, [&](const ir::Instr& in) {
+      if (in.op != ir::Op::load || in.result < 0 || fn_.values[in.result].rank != 1 || !in_registers(in.result)) return;
+      if (auto l = broadcast_layout(in.result)) {
+        forced_[in.result] = std::move(*l);
+        changed = true;
+      }
+    });
+    return changed;
+  }
+
+  // The one layout the 1D load `v` is read in past the values that follow its layout (arithmetic of
+  // rank 1 on it alone, a cast), when that is not its own and it is only read through broadcasts.
+  std::optional<TileLayout2> broadcast_layout(ir::ValueId v) {
+    std::vector<ir::ValueId> follow{v};  // v and what takes its layout from it
+    auto follows = [&](ir::ValueId x) { return std::find(follow.begin(), follow.end(), x) != follow.end(); };
+    for (std::size_t k = 0; k < follow.size(); ++k)
+      for (const Use& u : uses_[follow[k]]) {
+        if (u.operand < 0) return std::nullopt;  // a loop's carried value
+        const ir::Instr& in = *u.in;
+        if (in.op == ir::Op::expand) continue;   // read through it: in wants_
+        if (!arithmetic(in) || fn_.values[in.result].rank != 1 || !in_registers(in.result)) return std::nullopt;
+        for (ir::ValueId a : in.args)  // every other operand in registers would pick the layout too
+          if (in_registers(a) && fn_.values[a].rank == 1 && !follows(a) && a != follow[k]) return std::nullopt;
+        if (!follows(in.result)) follow.push_back(in.result);
+      }
+    std::optional<TileLayout2> wanted;
+    for (ir::ValueId x : follow)
+      for (const auto& [l, reader] : wants_[x]) {
+        if (reader->result >= 0 && follows(reader->result)) continue;
+        // Read in a tensor-core layout: left as it is. A dot's epilogue converts its bias once per
+        // program, and an accumulator's slice holds 8 times the elements per thread.
+        if (a_.home[reader->result].layout.mma) return std::nullopt;
+        if (wanted && !wanted->same(l)) return std::nullopt;
+        wanted = l;
+      }
+    if (!wanted || wanted->same(home(v).layout)) return std::nullopt;
+    return wanted;
   }
 
   // Every use of `v` is a dot operand (a or b), directly or through trans.
@@ -69,7 +164,6 @@ class TilePlanner {
   }
 
   void instr(const ir::Instr& in) {
-    if (known_.empty()) known_.assign(fn_.values.size(), false);
     if (in.op == ir::Op::loop) return loop(in);
     if (in.result < 0) return;
     const ir::ValueType& t = fn_.values[in.result];
@@ -88,6 +182,7 @@ class TilePlanner {
           home(in.result) = TileHome{Where::shared, {}};
           return;
         }
+        if (forced_[in.result]) return set(in.result, *forced_[in.result]);
         return set(in.result, access_layout(t, provable_run(a_.axis[in.args[0]], layout_bytes(t)), warps_));
       case ir::Family::stage:  // a gather: the blocked layout, like a global load (gathers of odd rows
         // in 16-byte runs measured faster than lane-spaced: bench/NOTES.md, narrow rows in lane-spaced runs)
@@ -181,6 +276,9 @@ class TilePlanner {
   Analysis& a_;
   int warps_;
   std::vector<std::vector<Use>> uses_;
+  std::vector<const ir::Instr*> defs_;
+  std::vector<std::vector<std::pair<TileLayout2, const ir::Instr*>>> wants_;
+  std::vector<std::optional<TileLayout2>> forced_;  ///< a 1D load's layout, from load_where_broadcast
   std::vector<bool> known_;
   bool split_rows_ = false;
 };
