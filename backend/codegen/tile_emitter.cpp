@@ -333,17 +333,14 @@ void TileEmitter::compute(const ir::Instr& in, const TileLayout2& l, const std::
     case Op::arange: return assign(in.result, l, name, coord(l, 0));
     case Op::expand: {
       const int axis = in.as<ir::attr::Axis>().axis;  // 1: [n, 1], 0: [1, n]
-      const TileLayout2 s = passes::slice_layout(l, axis);
-      return assign(in.result, l, name, get(in.args[0], s) + "[" + part_expr(l, 1u << axis) + "]");
+      return assign(in.result, l, name, get(in.args[0], passes::operand_layout(fn_, in, l)) + "[" + part_expr(l, 1u << axis) + "]");
     }
     case Op::broadcast: {
-      const auto& from = fn_.values[in.args[0]].dims;
-      const std::array<int, 2> f{static_cast<int>(from[0]), static_cast<int>(from[1])};
-      const TileLayout2 s = passes::squeeze_layout(l, f);
+      const auto& f = fn_.values[in.args[0]].dims;
       const unsigned dropped = (f[0] == 1 && t.dims[0] != 1 ? 1u : 0u) | (f[1] == 1 && t.dims[1] != 1 ? 2u : 0u);
-      return assign(in.result, l, name, get(in.args[0], s) + "[" + part_expr(l, dropped) + "]");
+      return assign(in.result, l, name, get(in.args[0], passes::operand_layout(fn_, in, l)) + "[" + part_expr(l, dropped) + "]");
     }
-    case Op::trans: return assign(in.result, l, name, get(in.args[0], passes::trans_layout(l)) + "[e]");
+    case Op::trans: return assign(in.result, l, name, get(in.args[0], passes::operand_layout(fn_, in, l)) + "[e]");
     default: break;
   }
   std::vector<std::string> a;

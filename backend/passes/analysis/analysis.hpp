@@ -132,6 +132,11 @@ void plan_accesses(const ir::Function& fn, Analysis& a);
 /// Homes of every value of a function with 2D tiles (tile_homes.cpp): dot results in tensor-core
 /// layouts, loads and stores blocked, what derives from them in theirs, index and mask arithmetic lazy.
 void plan_tiles(const ir::Function& fn, Analysis& a);
+/// The layout in which the pure op `in`, computed in layout `l`, reads its operand: expand the slice
+/// without its new dimension, broadcast `l` without the broadcast dimensions, trans the transposed
+/// layout, elementwise ops `l` itself. Code generation reads operands so, and the tile planner plans
+/// loads toward it (tile_homes.cpp).
+TileLayout2 operand_layout(const ir::Function& fn, const ir::Instr& in, const TileLayout2& l);
 /// The layout a lazy or scalar-fed 2D or 1D value of type `t` takes by default (blocked, 16-byte runs).
 TileLayout2 default_layout(const ir::ValueType& t, int warps);
 /// The blocked layout of a tile of type `t` loaded by accesses of `run` elements at once

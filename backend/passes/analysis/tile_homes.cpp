@@ -74,21 +74,16 @@ class TilePlanner {
   }
 
   // The layouts in which the values in registers are read through lazy values (expand, broadcast,
-  // trans, lazy arithmetic), as code generation reads them: `wants_[x]` gets (layout, reader) for x read
-  // in `l` by `reader`.
+  // trans, lazy arithmetic), by operand_layout as code generation reads them: `wants_[x]` gets
+  // (layout, reader) for x read in `l` by `reader`.
   void want(ir::ValueId x, const TileLayout2& l, const ir::Instr* reader) {
     if (fn_.values[x].rank == 0 || fn_.values[x].rank != l.rank) return;
     const TileHome& h = a_.home[x];
     if (h.where == Where::registers) return wants_[x].push_back({l, reader});
     if (h.where != Where::lazy || !defs_[x]) return;
     const ir::Instr& d = *defs_[x];
-    if (d.op == ir::Op::expand) return want(d.args[0], slice_layout(l, d.as<ir::attr::Axis>().axis), reader);
-    if (d.op == ir::Op::broadcast) {
-      const auto& f = fn_.values[d.args[0]].dims;
-      return want(d.args[0], squeeze_layout(l, {static_cast<int>(f[0]), static_cast<int>(f[1])}), reader);
-    }
-    if (d.op == ir::Op::trans) return want(d.args[0], trans_layout(l), reader);
-    for (ir::ValueId a : d.args) want(a, l, reader);
+    const TileLayout2 read = operand_layout(fn_, d, l);
+    for (ir::ValueId a : d.args) want(a, read, reader);
   }
 
   // Chooses the layout of every 1D load whose value is only read by arithmetic through broadcasts in one
@@ -122,13 +117,13 @@ class TilePlanner {
         if (in.op == ir::Op::expand) continue;   // read through it: in wants_
         if (!arithmetic(in) || fn_.values[in.result].rank != 1 || !in_registers(in.result)) return std::nullopt;
         for (ir::ValueId a : in.args)  // every other operand in registers would pick the layout too
-          if (in_registers(a) && fn_.values[a].rank == 1 && !follows(a) && a != follow[k]) return std::nullopt;
+          if (in_registers(a) && fn_.values[a].rank == 1 && !follows(a)) return std::nullopt;
         if (!follows(in.result)) follow.push_back(in.result);
       }
     std::optional<TileLayout2> wanted;
     for (ir::ValueId x : follow)
       for (const auto& [l, reader] : wants_[x]) {
-        if (reader->result >= 0 && follows(reader->result)) continue;
+        if (follows(reader->result)) continue;
         // Read in a tensor-core layout: left as it is. A dot's epilogue converts its bias once per
         // program, and an accumulator's slice holds 8 times the elements per thread.
         if (a_.home[reader->result].layout.mma) return std::nullopt;
@@ -294,6 +289,18 @@ std::pair<int, int> warpgroup_grid(int m, int n, int warps, bool whole_rows) {
 }
 
 bool on_warpgroups(const TileLayout2& l) { return l.mma && l.dims[0] / l.warps_m == 16 && l.warps_m % 4 == 0; }
+
+TileLayout2 operand_layout(const ir::Function& fn, const ir::Instr& in, const TileLayout2& l) {
+  switch (in.op) {
+    case ir::Op::expand: return slice_layout(l, in.as<ir::attr::Axis>().axis);
+    case ir::Op::broadcast: {
+      const auto& f = fn.values[in.args[0]].dims;
+      return squeeze_layout(l, {static_cast<int>(f[0]), static_cast<int>(f[1])});
+    }
+    case ir::Op::trans: return trans_layout(l);
+    default: return l;
+  }
+}
 
 TileLayout2 default_layout(const ir::ValueType& t, int warps) { return access_layout(t, 0, warps); }
 
