@@ -4,7 +4,9 @@
 
 #include <nvrtc.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <regex>
 #include <sstream>
 
@@ -104,6 +106,27 @@ std::string numbered(const std::string& source) {
     out << prefix << line << "\n";
   }
   return out.str();
+}
+
+int sass_instructions(const std::vector<char>& cubin, const std::string& kernel) {
+  // ELF64, little-endian: the section headers' offset, entry size and count, and the index of the section
+  // that holds their names, are at fixed places of the file header.
+  auto read = [&](std::size_t at, std::size_t bytes) -> std::uint64_t {
+    std::uint64_t v = 0;
+    for (std::size_t k = 0; k < bytes; ++k) v |= std::uint64_t{static_cast<unsigned char>(cubin[at + k])} << (8 * k);
+    return v;
+  };
+  if (cubin.size() < 64 || std::memcmp(cubin.data(), "\x7f" "ELF", 4) != 0 || cubin[4] != 2 || cubin[5] != 1) return -1;
+  const std::uint64_t shoff = read(0x28, 8), shentsize = read(0x3a, 2), shnum = read(0x3c, 2), shstrndx = read(0x3e, 2);
+  if (shentsize < 64 || shstrndx >= shnum || shoff + shnum * shentsize > cubin.size()) return -1;
+  const std::uint64_t names = read(shoff + shstrndx * shentsize + 0x18, 8);  // the name table's file offset
+  const std::string want = ".text." + kernel;
+  for (std::uint64_t i = 0; i < shnum; ++i) {
+    const std::uint64_t header = shoff + i * shentsize, name = names + read(header, 4);
+    if (name + want.size() >= cubin.size() || std::memcmp(cubin.data() + name, want.c_str(), want.size() + 1) != 0) continue;
+    return static_cast<int>(read(header + 0x20, 8) / 16);  // sh_size
+  }
+  return -1;
 }
 
 void parse_resource_report(const std::string& log, Compiled& out) {

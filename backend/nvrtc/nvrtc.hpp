@@ -45,6 +45,11 @@ std::string version();
 /// `source` with each line prefixed by its number, as compile errors show it.
 std::string numbered(const std::string& source);
 
+/// Instructions in kernel `kernel`'s code in `cubin` (sm_70 and later encode each in 16 bytes): the size
+/// of its ELF section `.text.<kernel>` over 16. Counted as written, not as executed: a loop's body once,
+/// every branch's both sides. -1 when the CUBIN is not a 64-bit ELF or has no such section.
+int sass_instructions(const std::vector<char>& cubin, const std::string& kernel);
+
 /// Parses a ptxas -v report into `out`'s registers, spills and stack.
 void parse_resource_report(const std::string& log, Compiled& out);
 

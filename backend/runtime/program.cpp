@@ -157,6 +157,7 @@ CompiledInfo Program::compile_source(std::string source, const std::string& arch
   info.spill_bytes = compiled->spill_stores + compiled->spill_loads;
   info.stack_bytes = compiled->stack_bytes;
   info.cubin = compiled->cubin;
+  info.sass_instructions = nvrtc::sass_instructions(info.cubin, codegen::kernel_symbol(fn_));
   return info;
 }
 
@@ -343,7 +344,8 @@ std::string Inspection::text() const {
   s += "==== PTX (" + arch + ") ====\n" + ptx + "\n";
   s += "==== CUBIN for " + arch + " ====\noptions: " + compiled.options + "\n" + compiled.ptxas_log + "\nregisters: " +
        std::to_string(compiled.registers) + ", spill bytes: " + std::to_string(compiled.spill_bytes) +
-       ", stack bytes: " + std::to_string(compiled.stack_bytes) + ", shared bytes: " + std::to_string(shared_bytes) + "\n";
+       ", stack bytes: " + std::to_string(compiled.stack_bytes) + ", shared bytes: " + std::to_string(shared_bytes) +
+       ", instructions: " + std::to_string(compiled.sass_instructions) + "\n";
   return s;
 }
 

@@ -91,6 +91,9 @@ struct CompiledInfo {
   int registers = -1;      ///< registers per thread
   int spill_bytes = 0;     ///< spill stores + spill loads, bytes
   int stack_bytes = 0;     ///< stack frame, bytes
+  /// Instructions in the kernel's machine code as written (nvrtc::sass_instructions: loops once, both
+  /// sides of every branch), -1 if unknown: what a change to the generated code costs, without a GPU.
+  int sass_instructions = -1;
   std::vector<char> cubin; ///< the CUBIN itself (for cuobjdump --dump-sass)
 };
 

@@ -89,6 +89,21 @@ TEST(Nvrtc, ParsesResourceReport) {
   EXPECT_EQ(c.spill_loads, 12);
 }
 
+// The kernel's instruction count is read off its CUBIN's code section: a row read element by element
+// (an odd stride) takes more instructions than one read 16 bytes at a time, and anything that is not that
+// kernel's CUBIN gives -1.
+TEST(Nvrtc, CountsTheKernelsInstructions) {
+  const Program& p = test::softmax_program(ir::DType::f32, 4096);
+  const auto aligned = p.compile(Specialization{{16, 16, 4, 4}}, "sm_90"), odd = p.compile(Specialization{{16, 16, 1, 1}}, "sm_90");
+  EXPECT_GT(aligned.sass_instructions, 100);
+  EXPECT_GT(odd.sass_instructions, aligned.sass_instructions + 32) << "16 elements per thread, each loaded and stored alone";
+  EXPECT_EQ(nvrtc::sass_instructions(aligned.cubin, codegen::kernel_symbol(p.ir())), aligned.sass_instructions);
+  EXPECT_EQ(nvrtc::sass_instructions(aligned.cubin, "no_such_kernel"), -1);
+  EXPECT_EQ(nvrtc::sass_instructions(std::vector<char>(100, 'x'), codegen::kernel_symbol(p.ir())), -1);
+  const std::vector<char> cut(aligned.cubin.begin(), aligned.cubin.begin() + 80);  // the ELF header, no sections
+  EXPECT_EQ(nvrtc::sass_instructions(cut, codegen::kernel_symbol(p.ir())), -1);
+}
+
 TEST(Nvrtc, PtxUsesVectorLoadsForAlignedRows) {
   const auto& p = test::softmax_program(ir::DType::f32, 4096);
   const std::string ptx = nvrtc::ptx(p.cuda_source(p.default_specialization()), codegen::kernel_symbol(p.ir()), "sm_90");
