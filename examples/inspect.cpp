@@ -153,11 +153,7 @@ int main(int argc, char** argv) {
     if (only.empty() || only == "ir") std::printf("==== IR (after the passes) ====\n%s\n", in.ir.c_str());
     if (only.empty() || only == "cuda") std::printf("==== CUDA C++ ====\n%s\n", in.cuda.c_str());
     if (only.empty() || only == "ptx") std::printf("==== PTX (%s) ====\n%s\n", in.arch.c_str(), in.ptx.c_str());
-    if (only.empty() || only == "report")
-      std::printf("==== CUBIN for %s ====\noptions: %s\n%s\nregisters: %d, spill bytes: %d, stack bytes: %d, shared bytes: %lld, "
-                  "instructions: %d\n",
-                  in.arch.c_str(), in.compiled.options.c_str(), in.compiled.ptxas_log.c_str(), in.compiled.registers,
-                  in.compiled.spill_bytes, in.compiled.stack_bytes, static_cast<long long>(in.shared_bytes), in.compiled.sass_instructions);
+    if (only.empty() || only == "report") std::printf("%s", in.report().c_str());
     if (flags.count("--cubin")) std::ofstream(flags["--cubin"], std::ios::binary).write(in.compiled.cubin.data(), in.compiled.cubin.size());
     return 0;
   } catch (const std::exception& e) {

@@ -342,11 +342,14 @@ std::string Inspection::text() const {
   s += "==== IR (after the passes) ====\n" + ir + "\n";
   s += "==== CUDA C++ ====\n" + cuda + "\n";
   s += "==== PTX (" + arch + ") ====\n" + ptx + "\n";
-  s += "==== CUBIN for " + arch + " ====\noptions: " + compiled.options + "\n" + compiled.ptxas_log + "\nregisters: " +
-       std::to_string(compiled.registers) + ", spill bytes: " + std::to_string(compiled.spill_bytes) +
-       ", stack bytes: " + std::to_string(compiled.stack_bytes) + ", shared bytes: " + std::to_string(shared_bytes) +
-       ", instructions: " + std::to_string(compiled.sass_instructions) + "\n";
-  return s;
+  return s + report();
+}
+
+std::string Inspection::report() const {
+  return "==== CUBIN for " + arch + " ====\noptions: " + compiled.options + "\n" + compiled.ptxas_log + "\nregisters: " +
+         std::to_string(compiled.registers) + ", spill bytes: " + std::to_string(compiled.spill_bytes) +
+         ", stack bytes: " + std::to_string(compiled.stack_bytes) + ", shared bytes: " + std::to_string(shared_bytes) +
+         ", instructions: " + std::to_string(compiled.sass_instructions) + "\n";
 }
 
 namespace {

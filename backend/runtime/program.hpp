@@ -115,6 +115,9 @@ struct Inspection {
   std::string reason;
   /// All of it as text: key and reason, IR, CUDA, PTX, the register and spill report.
   std::string text() const;
+  /// The last part of text(): NVRTC's options, the ptxas report, registers, spills, stack, shared memory
+  /// and the instruction count.
+  std::string report() const;
 };
 
 /// A program traced from the DSL, optimized, and launchable on the GPU or in the interpreter.
