@@ -11,9 +11,10 @@
 //           [--dtype f32|f16|bf16] [--rows R] [--cols N]              (row kernels: R rows of N elements)
 //           [--batch B] [--heads H] [--seq S] [--head-dim D] [--causal 0|1]            (attention)
 //           [--m M] [--n N] [--k K] [--gelu 0|1]                                        (matmul)
-//           [--index I] [--arch sm_90] [--sms 132] [--only key|ir|cuda|ptx|report] [--cubin FILE]
+//           [--index I] [--arch sm_90] [--sms 132] [--only key|ir|cuda|ptx|report|sass] [--cubin FILE]
 // --index picks among the kernels of a multi-kernel call (split, unfused, naive attention). Without a GPU
-// the choices assume --arch with --sms multiprocessors and clusters; with one, that GPU.
+// the choices assume --arch with --sms multiprocessors and clusters; with one, that GPU. --only sass prints
+// the machine code, counted by opcode and by DSL statement (needs nvdisasm: TILEFUSE_NVDISASM).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -131,6 +132,8 @@ int main(int argc, char** argv) {
       if (std::find(std::begin(known), std::end(known), k) == std::end(known)) throw std::invalid_argument("inspect: unknown flag " + k);
     const std::string arch = flags.count("--arch") ? flags["--arch"] : "";
     const std::string only = flags.count("--only") ? flags["--only"] : "";
+    if (!only.empty() && only != "key" && only != "ir" && only != "cuda" && only != "ptx" && only != "report" && only != "sass")
+      throw std::invalid_argument("inspect: --only must be key, ir, cuda, ptx, report or sass, got " + only);
     // Without a GPU, the choices assume an sm_90 with --sms multiprocessors (the H200's 132 by default)
     // and 50 MB of L2 (the GPU's own figures when there is one).
     Target gpu{arch.empty() ? "sm_90" : arch, true, static_cast<int>(flags.count("--sms") ? std::stoll(flags["--sms"]) : 132), true, 232448,
@@ -154,6 +157,7 @@ int main(int argc, char** argv) {
     if (only.empty() || only == "cuda") std::printf("==== CUDA C++ ====\n%s\n", in.cuda.c_str());
     if (only.empty() || only == "ptx") std::printf("==== PTX (%s) ====\n%s\n", in.arch.c_str(), in.ptx.c_str());
     if (only.empty() || only == "report") std::printf("%s", in.report().c_str());
+    if (only == "sass") std::printf("%s", in.sass().c_str());
     if (flags.count("--cubin")) std::ofstream(flags["--cubin"], std::ios::binary).write(in.compiled.cubin.data(), in.compiled.cubin.size());
     return 0;
   } catch (const std::exception& e) {

@@ -21,10 +21,13 @@ constexpr Knob kTable[] = {
      "GPU kernels check every load and store against its argument's size and report the first violation (slow)"},
     {"TILEFUSE_CUDA_DRIVER", "a library name or path",
      "the CUDA driver library tilefuse opens (default `libcuda.so.1`, found as the dynamic loader finds libraries)"},
+    {"TILEFUSE_NVDISASM", "a program name or path",
+     "the disassembler that `Inspection::sass` and `inspect --only sass` run (default: `nvdisasm` in `$CUDA_HOME/bin`, `/usr/local/cuda/bin`, else on `PATH`)"},
     {"TILEFUSE_FUZZ_PROGRAMS", "0 to 10000000", "programs the CPU tier's differential fuzzer test generates (default 2000)"},
     {"TILEFUSE_UPDATE_GOLDENS", "0 or 1", "the codegen golden tests rewrite tests/goldens instead of comparing"},
     {"XDG_CACHE_HOME", "a directory", "the default disk cache is `$XDG_CACHE_HOME/tilefuse` when TILEFUSE_CACHE_DIR is unset"},
     {"HOME", "a directory", "the default disk cache is `~/.cache/tilefuse` when neither of the above is set"},
+    {"CUDA_HOME", "a directory", "the CUDA toolkit whose `bin/nvdisasm` is tried first when TILEFUSE_NVDISASM is unset"},
 };
 
 const char* get(const char* name) {
@@ -66,6 +69,15 @@ bool debug_bounds() { return flag("TILEFUSE_DEBUG_BOUNDS"); }
 std::string cuda_driver() {
   const char* v = get("TILEFUSE_CUDA_DRIVER");
   return v ? v : "libcuda.so.1";
+}
+
+std::vector<std::string> nvdisasm() {
+  if (const char* v = get("TILEFUSE_NVDISASM")) return {v};
+  std::vector<std::string> at;
+  if (const char* home = get("CUDA_HOME")) at.push_back(std::string(home) + "/bin/nvdisasm");
+  if (at.empty() || at[0] != "/usr/local/cuda/bin/nvdisasm") at.push_back("/usr/local/cuda/bin/nvdisasm");
+  at.push_back("nvdisasm");
+  return at;
 }
 
 long fuzz_programs() {

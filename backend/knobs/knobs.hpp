@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace tilefuse::knobs {
 
@@ -39,6 +40,9 @@ bool debug_bounds();
 /// TILEFUSE_CUDA_DRIVER: the driver library to open (default "libcuda.so.1"); read once, by the driver's
 /// first use.
 std::string cuda_driver();
+/// The disassembler to run for SASS, as candidates to try in order: TILEFUSE_NVDISASM alone when set, else
+/// $CUDA_HOME/bin/nvdisasm, /usr/local/cuda/bin/nvdisasm and nvdisasm on PATH. Read at each use.
+std::vector<std::string> nvdisasm();
 /// TILEFUSE_FUZZ_PROGRAMS: how many programs the CPU tier's fuzzer test generates (default 2000).
 long fuzz_programs();
 /// TILEFUSE_UPDATE_GOLDENS: the codegen golden tests rewrite their files instead of comparing.

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <sstream>
+#include <stdexcept>
 
 #include "backend/cache/cache.hpp"
 #include "backend/codegen/cuda.hpp"
@@ -157,7 +159,8 @@ CompiledInfo Program::compile_source(std::string source, const std::string& arch
   info.spill_bytes = compiled->spill_stores + compiled->spill_loads;
   info.stack_bytes = compiled->stack_bytes;
   info.cubin = compiled->cubin;
-  info.sass_instructions = nvrtc::sass_instructions(info.cubin, codegen::kernel_symbol(fn_));
+  info.symbol = codegen::kernel_symbol(fn_);
+  info.sass_instructions = nvrtc::sass_instructions(info.cubin, info.symbol);
   return info;
 }
 
@@ -350,6 +353,56 @@ std::string Inspection::report() const {
          std::to_string(compiled.registers) + ", spill bytes: " + std::to_string(compiled.spill_bytes) +
          ", stack bytes: " + std::to_string(compiled.stack_bytes) + ", shared bytes: " + std::to_string(shared_bytes) +
          ", instructions: " + std::to_string(compiled.sass_instructions) + "\n";
+}
+
+std::string Inspection::sass() const {
+  if (compiled.cubin.empty() || compiled.symbol.empty())
+    throw std::runtime_error("tilefuse: kernel '" + kernel + "' has no CUBIN to disassemble (" + arch + ")");
+  std::vector<std::string> options;
+  std::istringstream words(compiled.options);
+  for (std::string o; words >> o;) options.push_back(o);
+  options.push_back("-lineinfo");
+  const nvrtc::Compiled lined = nvrtc::compile(compiled.source, compiled.symbol, options);
+  const std::string text = nvrtc::disassemble(lined.cubin, true);
+  const auto code = nvrtc::parse_sass(text, compiled.symbol + ".cu");
+  std::string s = "==== SASS for " + arch + ": " + std::to_string(code.size()) + " instructions ====\nby opcode:";
+  for (const auto& [op, n] : nvrtc::opcode_counts(code)) s += " " + op + " " + std::to_string(n);
+  s += "\nby statement (as ptxas's line table places them):\n";
+  for (const auto& [statement, n] : instructions_by_statement(compiled.source, code)) {
+    char count[16];
+    std::snprintf(count, sizeof count, "%6d  ", n);
+    s += count + statement + "\n";
+  }
+  return s + "==== disassembly ====\n" + text;
+}
+
+std::vector<std::pair<std::string, int>> instructions_by_statement(const std::string& cuda,
+                                                                  const std::vector<nvrtc::SassInstruction>& code) {
+  // The statement heading each source line (1-based); lines before the kernel's body head nothing.
+  std::vector<int> heading{-1};
+  std::vector<std::string> statements{"(kernel entry)"};
+  std::istringstream in(cuda);
+  bool body = false;
+  int current = -1;
+  for (std::string line; std::getline(in, line);) {
+    if (!body && line.find("__global__") != std::string::npos) body = true, current = 0;
+    const auto first = line.find_first_not_of(' ');
+    if (body && first != std::string::npos && line.compare(first, 3, "// ") == 0) {
+      current = static_cast<int>(statements.size());
+      statements.push_back(line.substr(first + 3));
+    }
+    heading.push_back(current);
+  }
+  std::vector<int> count(statements.size() + 1, 0);  // the last: no source line
+  for (const auto& i : code) {
+    const int h = i.line > 0 && i.line < static_cast<int>(heading.size()) ? heading[i.line] : -1;
+    ++count[h >= 0 ? h : statements.size()];
+  }
+  std::vector<std::pair<std::string, int>> out;
+  for (std::size_t k = 0; k < statements.size(); ++k)
+    if (count[k] > 0) out.emplace_back(statements[k], count[k]);
+  if (count.back() > 0) out.emplace_back("(no source line)", count.back());
+  return out;
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/ir/ir.hpp"
+#include "backend/nvrtc/sass.hpp"
 #include "backend/runtime/args.hpp"
 #include "backend/runtime/target.hpp"
 
@@ -94,7 +95,8 @@ struct CompiledInfo {
   /// Instructions in the kernel's machine code as written (nvrtc::sass_instructions: loops once, both
   /// sides of every branch), -1 if unknown: what a change to the generated code costs, without a GPU.
   int sass_instructions = -1;
-  std::vector<char> cubin; ///< the CUBIN itself (for cuobjdump --dump-sass)
+  std::vector<char> cubin; ///< the CUBIN itself (Inspection::sass disassembles it)
+  std::string symbol;      ///< the kernel's symbol in the CUBIN
 };
 
 /// Everything about the GPU kernel one launch runs (Program::inspect, Kernel::inspect): exactly the
@@ -115,10 +117,23 @@ struct Inspection {
   std::string reason;
   /// All of it as text: key and reason, IR, CUDA, PTX, the register and spill report.
   std::string text() const;
+  /// The kernel's machine code (SASS) as NVIDIA's disassembler prints it, after its instructions counted
+  /// by opcode and by DSL statement (instructions_by_statement). The source is compiled again with
+  /// -lineinfo, which gives each instruction its CUDA line and leaves the code unchanged. Needs nvdisasm
+  /// (TILEFUSE_NVDISASM, knobs::nvdisasm), not a GPU; throws std::runtime_error without it.
+  std::string sass() const;
   /// The last part of text(): NVRTC's options, the ptxas report, registers, spills, stack, shared memory
   /// and the instruction count.
   std::string report() const;
 };
+
+/// How many of `code`'s instructions each statement of the generated CUDA `cuda` has, in source order:
+/// an instruction belongs to the statement whose comment (`// %7 = ...`, one per IR statement) heads the
+/// lines above its own; "(kernel entry)" takes those before the first statement, "(no source line)" those
+/// the line table leaves out. As ptxas's line table places them: it interleaves statements, and code it
+/// shares between statements goes to one of them.
+std::vector<std::pair<std::string, int>> instructions_by_statement(const std::string& cuda,
+                                                                  const std::vector<nvrtc::SassInstruction>& code);
 
 /// A program traced from the DSL, optimized, and launchable on the GPU or in the interpreter.
 class Program {
