@@ -2,7 +2,6 @@
 // runs without a shell (posix_spawnp) with its output read from a pipe, and the text is parsed here.
 #include "backend/nvrtc/sass.hpp"
 
-#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -106,15 +105,14 @@ std::string disassemble(const std::vector<char>& cubin, bool line_info, const st
   const TempFile file(cubin);
   std::string tried;
   for (const auto& tool : tools) {
-    // A path that names no file is skipped; a bare name is looked up on PATH by posix_spawnp.
-    if (tool.find('/') != std::string::npos && !std::filesystem::exists(tool)) {
-      tried += (tried.empty() ? "" : ", ") + tool;
-      continue;
+    // A path that names no file is not run; a bare name is looked up on PATH by posix_spawnp.
+    Run r;
+    if (tool.find('/') == std::string::npos || std::filesystem::exists(tool)) {
+      std::vector<std::string> argv{tool, "-c"};
+      if (line_info) argv.push_back("-gi");
+      argv.push_back(file.path());
+      r = run(argv);
     }
-    std::vector<std::string> argv{tool, "-c"};
-    if (line_info) argv.push_back("-gi");
-    argv.push_back(file.path());
-    const Run r = run(argv);
     if (!r.started) {
       tried += (tried.empty() ? "" : ", ") + tool;
       continue;
