@@ -119,6 +119,13 @@ void TileEmitter::load(const ir::Instr& in) {
     os_ << "    if (" << every_lane(in.args[1], l, W) << ") " << read << ";\n";
     os_ << "    else {\n#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) if (" << lane << ") tf_w[k] = "
         << (hint ? "tf_ld<" + std::to_string(hint) + ", " + S + ">(" + one + ")" : "*" + one) << ";\n    }\n";
+  } else if (W == 1 && masked) {
+    // One element: the mask picks the loaded word or `other` in storage form, and one widening follows
+    // (a branch around the load and a select after the widening cost about 4 instructions more).
+    const std::string load = hint ? "tf_ld<" + std::to_string(hint) + ", " + S + ">(" + addr + ")" : "*" + addr;
+    os_ << "    tf_w[0] = " << cond << " ? " << load << " : " << text::to_storage(t.dtype, at(in.args[2], l, "e0")) << ";\n";
+    os_ << "    " << r << "[e0] = " << text::from_storage(t.dtype, "tf_w[0]") << ";\n  }\n";
+    return;
   } else {
     os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << read << ";\n";
   }

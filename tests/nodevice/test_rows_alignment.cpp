@@ -345,6 +345,22 @@ TEST(RowsAlignment, PackedLayerNormKeepsRowValuesWhereTheRowsAre) {
   EXPECT_EQ(occurrences(staged, "through shared memory"), 0u) << staged;
 }
 
+TEST(RowsAlignment, PackedHalfRowsLoadAndRoundEachElementOnce) {
+  // Packed odd half rows go element by element: the mask picks the loaded half or `other` before one
+  // widening (no branch around the load, no select after it), and the output cast, only stored, leaves
+  // the rounding to the store (no round trip through bf16 before the store rounds again). 16% fewer
+  // instructions at 85 bf16 columns.
+  const Program* p = kernels::layernorm_programs(RowVariant::one_program, ir::DType::bf16, 85, packed(false)).at(0);
+  const std::string src = p->cuda_source(odd_rows(*p));
+  EXPECT_NE(src.find("tf_w[0] = v"), std::string::npos) << src;
+  EXPECT_EQ(occurrences(src, ") tf_w[0] = *"), 0u) << src;  // no `if (mask) tf_w[0] = *p`
+  EXPECT_EQ(occurrences(src, "= tf_round_bf16("), 0u) << src;
+  EXPECT_EQ(occurrences(src, "/* rounded by its stores */"), 1u) << src;
+  const auto info = p->compile(odd_rows(*p), "sm_90");
+  EXPECT_GT(info.sass_instructions, 0);
+  EXPECT_LT(info.sass_instructions, 1150) << "1224 with a branch per element and the output rounded twice";
+}
+
 TEST(RowsAlignment, NarrowRowKernelsMove16BytesPerAccess) {
   for (std::int64_t cols : {47, 64}) {  // odd rows through their windows; whole vectors as they are
     const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, cols, packed(true)).at(0);
