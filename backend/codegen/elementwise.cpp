@@ -119,12 +119,14 @@ void Emitter::compare(const ir::Instr& in, const std::string& op) {
   elementwise(in, first(in.args[0]) + " " + op + " " + first(in.args[1]));
 }
 
-// A cast to f16/bf16 whose every use stores it keeps the f32 value: the store rounds it once (RN of the
-// value equals RN of its RN), which spares a conversion and a widening per element.
+bool rounded_by_stores(const ir::Function& fn, const passes::Analysis& a, const ir::Instr& in) {
+  if (in.op != ir::Op::cast) return false;
+  const DType from = fn.values[in.args[0]].dtype, to = fn.values[in.result].dtype;
+  return ir::is_float(from) && (to == DType::f16 || to == DType::bf16) && a.only_stored[in.result];
+}
+
 void Emitter::cast(const ir::Instr& in) {
-  const DType from = fn_.values[in.args[0]].dtype, to = fn_.values[in.result].dtype;
-  if (ir::is_float(from) && (to == DType::f16 || to == DType::bf16) && a_.only_stored[in.result])
-    return elementwise(in, at(in.args[0]) + "  /* rounded by its stores */");
+  if (rounded_by_stores(fn_, a_, in)) return elementwise(in, at(in.args[0]) + "  /* rounded by its stores */");
   elementwise(in, elementwise_expr(fn_, in, {at(in.args[0])}));
 }
 

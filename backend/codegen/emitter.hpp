@@ -98,6 +98,10 @@ class Emitter {
 /// The CUDA expression of the pure elementwise op `in` of `fn` (constant, splat, arithmetic, math,
 /// comparison, logic, where, cast, pointer offset, rand) over its operands' expressions `a`.
 std::string elementwise_expr(const ir::Function& fn, const ir::Instr& in, const std::vector<std::string>& a);
+/// Whether `in` is a cast of a float to f16/bf16 whose every use stores it: it keeps the f32 value, and the
+/// store rounds it once (RN of the value equals RN of its RN), which spares a conversion and a widening
+/// per element. Both emitters follow it.
+bool rounded_by_stores(const ir::Function& fn, const passes::Analysis& a, const ir::Instr& in);
 /// The kernel's opening line: launch bounds, cluster dimensions, name and parameters (pointers that
 /// nothing stores through are const), through the opening brace.
 std::string signature_text(const ir::Function& fn, const passes::Analysis& a, const Options& opt);

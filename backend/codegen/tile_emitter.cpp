@@ -345,11 +345,7 @@ void TileEmitter::compute(const ir::Instr& in, const TileLayout2& l, const std::
   }
   std::vector<std::string> a;
   for (ir::ValueId x : in.args) a.push_back(at(x, l));
-  // A cast to f16/bf16 that is only stored keeps the f32 value: the store rounds it once (RN of the value
-  // equals RN of its RN), which spares a conversion and a widening per element.
-  const ir::DType from = in.op == Op::cast ? fn_.values[in.args[0]].dtype : t.dtype;
-  if (in.op == Op::cast && ir::is_float(from) && (t.dtype == ir::DType::f16 || t.dtype == ir::DType::bf16) && a_.only_stored[in.result])
-    return assign(in.result, l, name, a[0] + "  /* rounded by its stores */");
+  if (rounded_by_stores(fn_, a_, in)) return assign(in.result, l, name, a[0] + "  /* rounded by its stores */");
   assign(in.result, l, name, elementwise_expr(fn_, in, a));
 }
 
