@@ -49,6 +49,11 @@ void layernorm_row(tl::Ptr<T> x, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Pt
     auto v = tl::cast<tl::f32>(raw[k]);
     xs.push_back(pieces.in_row(k, F32Tile(shift ? v - *shift : v), 0.0));
   }
+  // The mean divides exactly (a constant row's mean is its value, and y is the bias). rstd of half rows is
+  // one reciprocal square root (2 ulp, as rsqrtf): the scalar math is fixed work per row, which narrow
+  // rows on one warp each pay in instructions per element (a 85-column bf16 row: 432 instructions ->
+  // 336). f32 rows keep 1 / sqrt: with rsqrt, ptxas spilled the 4096-column f32 program (w and b held
+  // through the reductions) at its default specialization.
   auto count = tl::cast<tl::f32>(n);
   auto total = xs[0];
   for (int k = 1; k < PIECES; ++k) total = total + xs[k];
@@ -58,7 +63,7 @@ void layernorm_row(tl::Ptr<T> x, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Pt
   auto squares = centered[0] * centered[0];
   for (int k = 1; k < PIECES; ++k) squares = squares + centered[k] * centered[k];
   auto var = tl::sum(squares) / count;
-  auto rstd = 1.0 / tl::sqrt(var + eps);
+  tl::Scalar<tl::f32> rstd = shifted ? 1.0 / tl::sqrt(var + eps) : tl::rsqrt(var + eps);
   for (int k = 0; k < PIECES; ++k) {
     auto [wv, bv] = affine_first ? wb[k] : affine(pieces, k);
     auto out = tl::cast<T>(centered[k] * rstd * wv + bv);
@@ -125,7 +130,7 @@ void layernorm_strided_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
 
 /// Each row of the [R, C] tile `v` normalized to mean 0 and variance 1 over the elements in `mask` (n
 /// per row), computed shifted by `shift` (each row's first element for f32 rows, else 0); with each row's
-/// mean and 1 / sqrt(variance + eps).
+/// mean and rsqrt(variance + eps).
 template <int R, int C>
 auto normalize_rows(const tl::Tile<tl::f32, R, C>& v, const tl::Tile<tl::i1, R, C>& mask, const tl::Tile<tl::f32, R>& shift,
                     tl::Scalar<tl::i32> n, tl::Scalar<tl::f32> eps) {
@@ -133,7 +138,7 @@ auto normalize_rows(const tl::Tile<tl::f32, R, C>& v, const tl::Tile<tl::i1, R, 
   auto xs = tl::where(mask, v - shift(tl::all, tl::none), 0.0);
   auto mean_shifted = tl::sum<1>(xs) / count;
   auto centered = tl::where(mask, xs - mean_shifted(tl::all, tl::none), 0.0);
-  auto rstd = 1.0 / tl::sqrt(tl::sum<1>(centered * centered) / count + eps);
+  auto rstd = tl::rsqrt(tl::sum<1>(centered * centered) / count + eps);
   return std::tuple{centered * rstd(tl::all, tl::none), shift + mean_shifted, rstd};
 }
 
@@ -210,7 +215,7 @@ void layernorm_one_pass_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Pt
   auto mean = tl::sum(xv) / count;
   auto raw = tl::sum(xv * xv) / count - mean * mean;
   auto var = tl::where(raw < 0.0, 0.0, raw);  // clamp rounding below 0; a NaN stays NaN
-  auto rstd = 1.0 / tl::sqrt(var + eps);
+  auto rstd = tl::rsqrt(var + eps);
   auto wv = tl::cast<tl::f32>(tl::load(w + cols, mask));
   auto bv = tl::cast<tl::f32>(tl::load(b + cols, mask));
   tl::store(y + row * stride + cols, tl::cast<T>((xv - mean) * rstd * wv + bv), mask);
@@ -226,7 +231,7 @@ void rmsnorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> y, tl::Scalar<tl::i3
   auto cols = tl::arange<BLOCK>();
   auto mask = cols < n;
   auto xv = tl::cast<tl::f32>(tl::load(x + row * stride + cols, mask));
-  auto rstd = 1.0 / tl::sqrt(tl::sum(xv * xv) / tl::cast<tl::f32>(n) + eps);
+  auto rstd = tl::rsqrt(tl::sum(xv * xv) / tl::cast<tl::f32>(n) + eps);
   auto wv = tl::cast<tl::f32>(tl::load(w + cols, mask));
   tl::store(y + row * stride + cols, tl::cast<T>(xv * rstd * wv), mask);
 }

@@ -40,7 +40,7 @@ inline std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_moments(tl::
   // Rounding can leave a tiny negative variance: clamp it to 0 (a NaN, from an infinite or NaN element, stays).
   auto raw = s2 / count - mean_shifted * mean_shifted;
   auto var = tl::where(raw < 0.0, 0.0, raw);
-  return {mean_shifted, 1.0 / tl::sqrt(var + eps)};
+  return {mean_shifted, tl::rsqrt(var + eps)};
 }
 
 // y = (x - shift - mean_shifted) * rstd * w + b over columns [start, end) of the row at `base`, last
@@ -183,7 +183,7 @@ void layernorm_cluster_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
   auto centered = xs - mean_shifted;
   auto idle = tl::cast<tl::f32>(BLOCK - valid);  // masked lanes, each holding -mean_shifted
   auto m2 = tl::cluster_sum(tl::sum(centered * centered) - idle * mean_shifted * mean_shifted);
-  auto rstd = 1.0 / tl::sqrt(tl::where(m2 < 0.0, 0.0, m2) / count + eps);  // (a NaN stays NaN)
+  auto rstd = tl::rsqrt(tl::where(m2 < 0.0, 0.0, m2) / count + eps);  // (a NaN stays NaN)
   auto wv = tl::cast<tl::f32>(tl::load(w + start + lane, mask));
   auto bv = tl::cast<tl::f32>(tl::load(b + start + lane, mask));
   tl::store(y + base + lane, tl::cast<T>(centered * rstd * wv + bv), mask);
@@ -220,7 +220,7 @@ void layernorm_staged_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<
     auto c = in_row.in_row(shifted(from) - mean_shifted, 0.0);
     return std::tuple{s2 + c * c};
   });
-  auto rstd = 1.0 / tl::sqrt(tl::cluster_sum(tl::sum(s2)) / count + eps);
+  auto rstd = tl::rsqrt(tl::cluster_sum(tl::sum(s2)) / count + eps);
   auto mean_rstd = mean_shifted * rstd;
   part.pieces(std::tuple<>{}, [&](auto from, const PieceMask<PIECE>& in_row) {
     auto col = [&] {  // the row's column of each stage element
