@@ -95,6 +95,7 @@ std::string elementwise_expr(const ir::Function& fn, const ir::Instr& in, const 
 }
 
 void Emitter::arithmetic(const ir::Instr& in) {
+  if (a_.interval[in.result].index >= 0) return interval_mask(in);
   std::vector<std::string> a;
   for (ir::ValueId id : in.args) a.push_back(at(id));
   switch (in.op) {
@@ -117,6 +118,26 @@ void Emitter::compare(const ir::Instr& in, const std::string& op) {
   if (R == 1) return elementwise(in, at(in.args[0]) + " " + op + " " + at(in.args[1]));
   auto first = [&](ir::ValueId id) { return fn_.values[id].rank == 0 ? v(id) : v(id) + "[e - e % " + std::to_string(R) + "]"; };
   elementwise(in, first(in.args[0]) + " " + op + " " + first(in.args[1]));
+}
+
+// An interval mask (lo <= index < hi, uniform bounds, the index stepping by one within each run): each run's
+// bits from the index at its first lane, against both bounds (the differences saturate: no overflow at
+// the ends of the i32 range), into one word a thread; its uses read vN[e] as they would a bool array. Some eight
+// instructions a run, where per-element compares and the compiler's bit stores take about five an element.
+void Emitter::interval_mask(const ir::Instr& in) {
+  const passes::IntervalMask& m = a_.interval[in.result];
+  const passes::TileLayout& l = layout(fn_.values[in.result]);
+  const std::string bits = v(in.result) + "_bits", W = std::to_string(l.vector);
+  auto below = [&](ir::ValueId b, int plus) {
+    return "tf_run_below(f, " + (fn_.values[b].rank == 0 ? v(b) : v(b) + "[0]") + ", " + std::to_string(plus) + ", " + W + ")";
+  };
+  std::string run = m.hi >= 0 ? below(m.hi, m.hi_plus) : "tf_run_all(" + W + ")";
+  if (m.lo >= 0) run += " & ~" + below(m.lo, m.lo_plus);
+  os_ << "  unsigned " << bits << " = 0u;  // bit e: element e (an interval of %" << m.index << ")\n";
+  os_ << "#pragma unroll\n  for (int r = 0; r < " << l.per_thread / l.vector << "; ++r) {\n";
+  os_ << "    const long long f = " << v(m.index) << "[r * " << W << "];\n";
+  os_ << "    " << bits << " |= (" << run << ") << (r * " << W << ");\n  }\n";
+  os_ << "  [[maybe_unused]] const tf_bits " << v(in.result) << "{" << bits << "};\n";
 }
 
 bool rounded_by_stores(const ir::Function& fn, const passes::Analysis& a, const ir::Instr& in) {

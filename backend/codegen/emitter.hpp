@@ -48,6 +48,8 @@ class Emitter {
   // ---- elementwise.cpp ----
   void arithmetic(const ir::Instr& in);
   void compare(const ir::Instr& in, const std::string& op);
+  /// A mask the analysis found to be an interval of a stepping index, as the bits of each run at once.
+  void interval_mask(const ir::Instr& in);
   void cast(const ir::Instr& in);
 
   // ---- memory.cpp ----

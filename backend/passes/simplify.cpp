@@ -1,6 +1,6 @@
 // Simplification: folds casts of constants, removes identities (x + 0, x * 1, ...), writes integer 0 - x and
-// x * -1 as negations, and turns a float division by a value uniform across the tile into one reciprocal
-// per program and a multiply per element.
+// x * -1 as negations, turns a float division by a value uniform across the tile into one reciprocal per
+// program and a multiply per element, and drops a where that repeats a masked load's own mask and other.
 #include <cmath>
 
 #include "backend/ir/ops.hpp"
@@ -17,12 +17,14 @@ class Simplify : public Rewriter {
     ir::Op op = ir::Op::param;  // param: not known
     ir::ValueId arg0 = -1;
     double number = 0;
+    std::vector<ir::ValueId> args;
   };
 
   void visit(ir::Instr in) override {
     const ir::ValueType* type = in.result >= 0 ? &input().values[in.result] : nullptr;
     if (const ir::ValueId same = identity_operand(in, type); same >= 0 && output().values[same] == *type)
       return replace(in.result, same);
+    if (const ir::ValueId same = masked_load_kept(in); same >= 0 && output().values[same] == *type) return replace(in.result, same);
     // Integer 0 - x and x * -1 are negations. As neg they reach the generator's tf_ineg, which keeps ptxas
     // from folding the negation into a min/max chain, where it can be dropped (see the prelude).
     if (const ir::ValueId negated = negated_operand(in, type); negated >= 0) {
@@ -63,6 +65,29 @@ class Simplify : public Rewriter {
     if (in.op == ir::Op::mul && is_constant(a, 1.0)) return b;
     return -1;
   }
+  // The load x of where(m, x, c) when x = load(p, m, c), or a float widening of it: the load already gives c
+  // where m is off. c must be the same number in both dtypes (a small integer, of the same sign), or -1.
+  ir::ValueId masked_load_kept(const ir::Instr& in) const {
+    if (in.op != ir::Op::select || in.args.size() != 3) return -1;
+    const ir::ValueId kept = in.args[1];
+    ir::ValueId loaded = kept;
+    if (def(kept).op == ir::Op::cast) {
+      loaded = def(kept).arg0;
+      if (!ir::is_float(output().values[loaded].dtype) || !ir::is_float(output().values[kept].dtype)) return -1;
+    }
+    const Def& load = def(loaded);
+    if (load.op != ir::Op::load || load.args.size() != 3 || load.args[1] != in.args[0]) return -1;
+    const double* other = constant_of(load.args[2]);
+    const double* otherwise = constant_of(in.args[2]);
+    if (!other || !otherwise || *other != *otherwise || std::signbit(*other) != std::signbit(*otherwise)) return -1;
+    return *other == std::trunc(*other) && std::fabs(*other) <= 256 ? kept : -1;
+  }
+  // The number `v` holds (a constant, or a splat of one), or null.
+  const double* constant_of(ir::ValueId v) const {
+    const Def* d = &def(v);
+    if (d->op == ir::Op::splat) d = &def(d->arg0);
+    return d->op == ir::Op::constant ? &d->number : nullptr;
+  }
   // The x of an integer 0 - x, x * -1 or -1 * x, or -1.
   ir::ValueId negated_operand(const ir::Instr& in, const ir::ValueType* type) const {
     if (!type || in.args.size() != 2 || type->pointer || !ir::is_int(type->dtype) || type->dtype == ir::DType::i1) return -1;
@@ -93,7 +118,7 @@ class Simplify : public Rewriter {
   }
   void record(ir::ValueId id, const ir::Instr& in) {
     if (defs_.size() <= static_cast<std::size_t>(id)) defs_.resize(id + 1);
-    defs_[id] = Def{in.op, in.args.empty() ? -1 : in.args[0], in.op == ir::Op::constant ? in.as<ir::attr::Constant>().value : 0.0};
+    defs_[id] = Def{in.op, in.args.empty() ? -1 : in.args[0], in.op == ir::Op::constant ? in.as<ir::attr::Constant>().value : 0.0, in.args};
   }
   const Def& def(ir::ValueId v) const {
     static const Def unknown;

@@ -191,3 +191,52 @@ TEST(Codegen, BoundsThatAreMultiplesOfTheRunGiveOnePredicatePerRun) {
   EXPECT_EQ(four.find("e - e % 8"), std::string::npos) << four;
   EXPECT_EQ(occurrences(four, "if (v5[e0 + 7]) {"), 2u) << four;
 }
+
+namespace {
+// Lanes head .. head + n - 1 of a tile (a row through its window): the mask is an interval of the tile's
+// index, and where(mask, x, 0) repeats the masked load's own mask and other, where(mask, x, 1) does not.
+template <class T>
+void window_program(tl::Ptr<T> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> head, tl::Scalar<tl::i32> n) {
+  auto cols = tl::arange<2048>();
+  auto mask = (cols >= head) & (cols < head + n);
+  auto x = tl::cast<tl::f32>(tl::load(in + cols, mask, 0.0));
+  tl::store(out + cols, tl::where(mask, x, 0.0) * 2.0 + tl::where(mask, x, 1.0), mask);
+}
+}  // namespace
+
+TEST(Codegen, IntervalMasksAreHeldAsBits) {
+  Kernel<&window_program<tl::bf16>> k("window", KernelOptions{4, {"in", "out", "head", "n"}});
+  const std::string src = k.program().cuda_source(Specialization{{16, 16, 1, 1}});
+  // The and of both bounds is one word of bits a thread (the compares it combines, unused, too).
+  EXPECT_NE(src.find(", 8) & ~tf_run_below(f, "), std::string::npos) << src;
+  EXPECT_NE(src.find("unsigned v"), std::string::npos) << src;
+  EXPECT_EQ(occurrences(src, "[[maybe_unused]] const tf_bits v"), 3u) << src;
+  // Read like a bool array by the run tests of the load (runs of 8 halves) and of the store (4 floats).
+  EXPECT_NE(src.find("[e0 + 7]) {"), std::string::npos) << src;
+  EXPECT_NE(src.find("[e0 + 3]) {"), std::string::npos) << src;
+  // Not an interval: an index that does not step by one (every lane compares), or a bound constant over
+  // each run (one compare a run already).
+  Kernel<&masked_copy_program<true>> strided("masked_copy_strided", KernelOptions{2, {"in", "out", "n"}});
+  EXPECT_EQ(strided.program().cuda_source(Specialization{{16, 16, 16}}).find("tf_bits v"), std::string::npos);
+  Kernel<&masked_copy_program<false>> whole("masked_copy", KernelOptions{2, {"in", "out", "n"}});
+  EXPECT_EQ(whole.program().cuda_source(Specialization{{16, 16, 16}}).find("tf_bits v"), std::string::npos);
+  // Compiled without spills.
+  const auto info = k.program().compile(Specialization{{16, 16, 1, 1}}, "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+}
+
+TEST(Codegen, AWhereRepeatingAMaskedLoadIsTheLoad) {
+  Kernel<&window_program<tl::f32>> k("window_f32", KernelOptions{4, {"in", "out", "head", "n"}});
+  const std::string ir_text = ir::print(k.program().ir());
+  EXPECT_EQ(occurrences(ir_text, " = where "), 1u) << "where(mask, x, 1) stays, where(mask, x, 0) goes\n" << ir_text;
+  Kernel<&window_program<tl::bf16>> widened("window_bf16", KernelOptions{4, {"in", "out", "head", "n"}});
+  EXPECT_EQ(occurrences(ir::print(widened.program().ir()), " = where "), 1u) << "through the widening cast too";
+  // The same values in the interpreter: x inside the window, 0 (then 1) outside it, nothing stored outside.
+  std::vector<float> in(2048), out(2048, -7.0f);
+  for (int i = 0; i < 2048; ++i) in[i] = 0.25f * static_cast<float>(i % 97) - 3.0f;
+  k.launch({{1}, Backend::interpreter}, in, out, 5, 1000);
+  for (int i = 0; i < 2048; ++i) {
+    const float want = i >= 5 && i < 1005 ? 3.0f * in[i] : -7.0f;
+    ASSERT_EQ(out[i], want) << "element " << i;
+  }
+}

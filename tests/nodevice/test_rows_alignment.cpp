@@ -279,16 +279,18 @@ TEST(RowsAlignment, StridedLayerNormMatchesFloat64) {
 
 TEST(RowsAlignment, PeeledLayerNormKeepsItsRowsInFlight) {
   // LayerNorm's half rows through windows of one tile ask for 1024 resident threads (kNormPeeledResident):
-  // every such tile must then fit in 64 registers without spilling. Windows held as pieces stride over
-  // rows and ask for 640 (kNormStridedResident), past kNormStridedMaxCols for none, and must not spill
-  // either.
+  // every such tile must then fit in 64 registers, spilling at most a few (32 bytes: held as interval bits,
+  // their masks take a quarter fewer instructions and leave ptxas one to six registers short, stored and
+  // reloaded once a row; whole tiles spilled used to cost hundreds of bytes and time). Windows held as
+  // pieces stride over rows and ask for 640 (kNormStridedResident), past kNormStridedMaxCols for none, with
+  // the same bound.
   const kernels::RowOptions opt{Backend::interpreter};
   for (ir::DType t : {ir::DType::f16, ir::DType::bf16})
     for (std::int64_t cols : {1900, 3700, 7500, 16377, 1025, 2223, 3261, 5587, 9001}) {  // tiles of 2048 ... 16384, then pieces
       const Program* p = kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0);
       EXPECT_TRUE(p->name().find("peeled") != std::string::npos || p->name().find("strided") != std::string::npos) << p->name();
       const auto info = p->compile(odd_rows(*p), "sm_90");
-      EXPECT_EQ(info.spill_bytes, 0) << p->name() << " " << ir::dtype_name(t) << "\n" << info.ptxas_log;
+      EXPECT_LE(info.spill_bytes, 32) << p->name() << " " << ir::dtype_name(t) << "\n" << info.ptxas_log;
       if (p->name().find('x') == std::string::npos) {
         EXPECT_LE(info.registers, 64) << p->name() << " " << ir::dtype_name(t);
       }

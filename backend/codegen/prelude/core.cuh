@@ -54,6 +54,20 @@ __device__ __forceinline__ int tf_isel(bool c, int a, int b) { int r; asm("{.reg
 __device__ __forceinline__ long long tf_imax(long long a, long long b) { return a > b ? a : b; }
 __device__ __forceinline__ long long tf_imin(long long a, long long b) { return a < b ? a : b; }
 __device__ __forceinline__ long long tf_ineg(long long x) { return -x; }
+// A thread's mask held as bits (bit e: its element e), read like the bool array it stands for. An interval
+// mask's run of W lanes whose first index is f has the bits j < W with f + j below hi + plus: tf_run_below.
+struct tf_bits {
+  unsigned w;
+  __device__ __forceinline__ bool operator[](int e) const { return (w >> e) & 1u; }
+};
+__device__ __forceinline__ unsigned tf_run_all(int W) { return W >= 32 ? 0xffffffffu : (1u << W) - 1u; }
+// hi + plus - f clamped to [0, W] (W < 32), without overflow: the difference saturates first.
+__device__ __forceinline__ unsigned tf_run_below(int f, int hi, int plus, int W) {
+  int n;
+  asm("sub.sat.s32 %0, %1, %2;" : "=r"(n) : "r"(hi), "r"(f));
+  n = min(n, W) + plus;
+  return (1u << max(min(n, W), 0)) - 1u;
+}
 // Two floats rounded to f16 or bf16 and packed in one word, low element first: one instruction on sm_80+.
 __device__ __forceinline__ unsigned tf_pack_bf16x2(float lo, float hi) {
 #if __CUDA_ARCH__ >= 800

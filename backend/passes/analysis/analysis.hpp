@@ -84,6 +84,17 @@ struct AccessPlan {
   bool whole = false;    ///< stage accesses: the tile lies wholly inside or wholly outside (one test)
 };
 
+/// A 1D mask that is an interval of a stepping index: element i is on where lo + lo_plus <= index[i] <
+/// hi + hi_plus, with uniform bounds (`lo` or `hi` -1: no such bound). Code generation computes each run's
+/// bits at once from the index at the run's first element (intervals.cpp).
+struct IntervalMask {
+  ir::ValueId index = -1;  ///< the index tile, stepping by one within each run of the layout; -1: not an interval
+  ir::ValueId lo = -1;     ///< the lower bound (a scalar or a splat), or -1
+  ir::ValueId hi = -1;     ///< the upper bound (exclusive), or -1
+  int lo_plus = 0;         ///< added to lo (`index > lo` is `index >= lo + 1`)
+  int hi_plus = 0;         ///< added to hi (`index <= hi` is `index < hi + 1`)
+};
+
 /// Where a value of a program with 2D tiles lives (tile_homes.cpp).
 enum class Where : std::uint8_t {
   scalar,     ///< a scalar: one register, the same in every thread
@@ -108,6 +119,7 @@ struct Analysis {
   std::vector<bool> only_stored;                    ///< by value: every use stores it (the store may round it)
   std::vector<bool> stage_owned;                    ///< by stage: each thread reads back only what it wrote
   std::unordered_map<const ir::Instr*, AccessPlan> access;  ///< by load, store and stage access
+  std::vector<IntervalMask> interval;               ///< by value: masks held as bits (1D functions)
   bool matrix = false;                              ///< the function has 2D tiles (tile_homes.cpp plans it)
   /// Dots may run on sm_90's warpgroup MMA (wgmma): tile_homes gives dot results the warp grid it needs
   /// (16 rows per warp, four warps over 64 rows), and code generation uses it where the operands allow.
@@ -128,6 +140,12 @@ std::vector<bool> values_only_stored(const ir::Function& fn);
 std::vector<bool> stages_owned(const ir::Function& fn, const std::vector<AxisInfo>& axis);
 /// Access plans and comparison runs from the layouts and axis info (access.cpp).
 void plan_accesses(const ir::Function& fn, Analysis& a);
+
+/// Masks of 1D tiles that are intervals of a stepping index (intervals.cpp): comparisons of an index that
+/// steps by one within each run of its layout with a uniform bound, and the and of a lower and an upper
+/// one, for tiles of 2 to 32 elements a thread whose comparison is not already constant over each run
+/// (compare_run). Needs the layouts, axis info and compare_run.
+std::vector<IntervalMask> find_interval_masks(const ir::Function& fn, const Analysis& a);
 
 /// Homes of every value of a function with 2D tiles (tile_homes.cpp): dot results in tensor-core
 /// layouts, loads and stores blocked, what derives from them in theirs, index and mask arithmetic lazy.

@@ -18,6 +18,7 @@ Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& pa
   a.layouts = choose_layouts(fn, threads, a.axis);
   a.stage_owned = stages_owned(fn, a.axis);
   plan_accesses(fn, a);
+  a.interval = find_interval_masks(fn, a);
   return a;
 }
 
