@@ -132,20 +132,44 @@ namespace {
 std::string compile_arch(const codegen::Generated& g, const std::string& arch) { return g.warpgroup_mma ? arch + "a" : arch; }
 }  // namespace
 
-codegen::Generated Program::generate(const Specialization& spec, const std::string& arch) const {
+codegen::Generated Program::generate(const Specialization& spec, const std::string& arch, bool bounded) const {
   const bool wgmma = options_.warpgroup_mma && has_warpgroup_mma(arch);
   const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility, wgmma);
   return codegen::generate(
-      fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, options_.min_programs_per_sm, options_.cluster_size,
+      fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, bounded ? options_.min_programs_per_sm : 0, options_.cluster_size,
                                   options_.resident_groups, options_.num_stages, spec.bounds_checks, options_.precise_division,
                                   options_.tma});
 }
 
 std::string Program::cuda_source(const Specialization& spec, const std::string& arch) const { return generate(spec, arch).source; }
 
+/// A specialization as it runs: its generated kernel, the architecture it compiles for, and its CUBIN
+/// through the kernel cache.
+struct Program::Built {
+  codegen::Generated generated;
+  std::string arch;
+  std::shared_ptr<const nvrtc::Compiled> compiled;
+};
+
+// With min_programs_unless_spilling, a launch bound that made ptxas spill is dropped: the kernel is
+// generated and compiled again without it (both compilations cached, so this costs once per cache).
+Program::Built Program::build(const Specialization& spec, const std::string& arch) const {
+  const auto compiled_for = [&](bool bounded) {
+    Built b{generate(spec, arch, bounded), "", nullptr};
+    b.arch = compile_arch(b.generated, arch);
+    b.compiled = cache::KernelCache::global().get(b.generated.source, codegen::kernel_symbol(fn_), nvrtc::options_for(b.arch));
+    return b;
+  };
+  Built b = compiled_for(true);
+  if (options_.min_programs_unless_spilling && options_.min_programs_per_sm > 0 &&
+      b.compiled->spill_stores + b.compiled->spill_loads > 0)
+    b = compiled_for(false);
+  return b;
+}
+
 CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const {
-  const codegen::Generated g = generate(spec, arch);
-  return compile_source(g.source, compile_arch(g, arch));
+  const Built b = build(spec, arch);
+  return compile_source(b.generated.source, b.arch);
 }
 
 CompiledInfo Program::compile_source(std::string source, const std::string& arch) const {
@@ -323,8 +347,9 @@ Inspection Program::inspect(const LaunchConfig& config, std::span<const Arg> arg
   out.key = describe(out.spec);
   out.arch = !arch.empty() ? arch : driver::available() ? driver::device().arch() : "sm_90";
   out.ir = ir::print(fn_);
-  const codegen::Generated generated = generate(out.spec, out.arch);
-  out.arch = compile_arch(generated, out.arch);
+  const Built built = build(out.spec, out.arch);
+  const codegen::Generated& generated = built.generated;
+  out.arch = built.arch;
   out.cuda = generated.source;
   out.shared_bytes = generated.shared_bytes;
   const auto options = nvrtc::options_for(out.arch);
@@ -499,7 +524,8 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
           if (knobs::log_recompiles()) std::fprintf(stderr, "tilefuse: %s\n", e->reason.c_str());
         }
         const std::string arch = driver::device().arch();
-        const codegen::Generated generated = generate(spec, arch);
+        const Built built = build(spec, arch);
+        const codegen::Generated& generated = built.generated;
         const std::string symbol = codegen::kernel_symbol(fn_);
         const std::int64_t shared = generated.shared_bytes;
         const int limit = driver::device().max_shared_per_block;
@@ -508,7 +534,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
                                       std::to_string(shared) + " bytes of shared memory per thread block, more than the " +
                                       std::to_string(limit) + " bytes " + driver::device().name + " allows; use " +
                                       (fn_.stages.empty() ? "smaller blocks (tile sizes)" : "smaller stages"));
-        e->compiled = cache::KernelCache::global().get(generated.source, symbol, nvrtc::options_for(compile_arch(generated, arch)));
+        e->compiled = built.compiled;
         e->module = std::make_unique<driver::Module>(e->compiled->cubin, fn_.name);
         e->function = e->module->function(symbol);
         e->sites = generated.access_sites;

@@ -18,6 +18,9 @@ namespace tilefuse::codegen {
 struct Generated;
 struct AccessSite;
 }  // namespace tilefuse::codegen
+namespace tilefuse::nvrtc {
+struct Compiled;
+}  // namespace tilefuse::nvrtc
 
 namespace tilefuse {
 
@@ -58,6 +61,10 @@ struct KernelOptions {
   /// access goes out through shared memory and TMA (codegen::TensorMap says which). false keeps cp.async
   /// and stores from registers.
   bool tma = true;
+  /// min_programs_per_sm as a wish that never costs spills: where ptxas would spill registers to fit that
+  /// many programs, the kernel compiles without the request instead (what launches, compile and inspect
+  /// use; cuda_source and generate show the request).
+  bool min_programs_unless_spilling = false;
 };
 
 /// What is known about each argument at compile time: the power of two that divides an integer argument
@@ -155,7 +162,8 @@ class Program {
   /// GPU architecture `arch` ("sm_90": dots may use warpgroup MMA); empty: what runs on every sm_80+ GPU.
   std::string cuda_source(const Specialization& spec, const std::string& arch = {}) const;
   /// The generated kernel of one specialization for `arch` (as cuda_source) with the shared memory it needs.
-  codegen::Generated generate(const Specialization& spec, const std::string& arch = {}) const;
+  /// `bounded` false: without KernelOptions::min_programs_per_sm.
+  codegen::Generated generate(const Specialization& spec, const std::string& arch = {}, bool bounded = true) const;
   /// The specialization assumed when no arguments are known: the best alignment for every parameter.
   Specialization default_specialization() const;
   /// Compiles (or fetches from the cache) a specialization for `arch` (e.g. "sm_90") without a GPU.
@@ -191,6 +199,8 @@ class Program {
   [[noreturn]] void bad_argument(std::size_t index, const std::string& expected, const std::string& got) const;
   void check_arguments(const LaunchConfig& config, std::span<const Arg> args) const;
   CompiledInfo compile_source(std::string source, const std::string& arch) const;
+  struct Built;
+  Built build(const Specialization& spec, const std::string& arch) const;
   std::string why_new(const Specialization& spec, std::span<const Arg> args) const;
   void check_fault(const std::vector<codegen::AccessSite>& sites, int packed);
   static constexpr std::size_t kFaultBytes = 48;  // the device's TfFault (codegen/prelude/bounds.cuh)

@@ -66,6 +66,7 @@ KernelOptions KernelShape::options(std::span<const char* const> params) const {
   o.cluster_size = cluster;
   o.shared_carveout = carveout;
   o.resident_groups = groups;
+  o.min_programs_unless_spilling = min_programs_unless_spilling;
   return o;
 }
 
@@ -101,15 +102,15 @@ KernelShape row_shape(const Tuning& tuning, int element_bytes, std::int64_t bloc
 KernelShape looped_shape(const Tuning& tuning, std::int64_t block) { return row_shape(tuning, 4, block); }
 
 // Per piece rounded up, not down: fewer, fuller threads measured faster for three pieces (bench/NOTES.md).
-KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t piece, int pieces) {
-  if (pieces == 1) return row_shape(tuning, element_bytes, piece);
+KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t piece, int pieces, int resident_rule) {
+  if (pieces == 1) return row_shape(tuning, element_bytes, piece, resident_rule);
   const int per_thread = row_elements_per_thread(tuning, element_bytes, piece * pieces);
   int per_piece = static_cast<int>(std::bit_ceil(static_cast<unsigned>((per_thread + pieces - 1) / pieces)));
   // Two warps at least where a thread would hold more than 16 elements of the row (the rule of
   // row_elements_per_thread for one piece).
   while (per_piece > 1 && per_piece * pieces > 16 && piece / per_piece < 64) per_piece /= 2;
   const int warps = row_warps(piece, per_piece);
-  return KernelShape{warps, resident_programs(tuning, 0, warps)};
+  return KernelShape{warps, resident_programs(tuning, resident_rule, warps)};
 }
 
 std::int64_t stages_per_sm(std::int64_t stage_bytes) { return (228 * 1024) / (stage_bytes + 1024); }

@@ -21,6 +21,7 @@ struct KernelShape {
   int cluster = 1;        ///< KernelOptions::cluster_size
   int carveout = 100;     ///< KernelOptions::shared_carveout
   bool groups = false;    ///< KernelOptions::resident_groups
+  bool min_programs_unless_spilling = false;  ///< KernelOptions::min_programs_unless_spilling
   friend auto operator<=>(const KernelShape&, const KernelShape&) = default;
   /// The KernelOptions of this shape with parameters named `params`.
   KernelOptions options(std::span<const char* const> params) const;
@@ -52,8 +53,9 @@ KernelShape looped_shape(const Tuning& tuning, std::int64_t block);
 
 /// A row kernel that holds its row as `pieces` tiles of `piece` elements of `element_bytes`: the row's
 /// elements per thread split over the pieces and rounded up to a power of two per piece (at least two
-/// warps where the piece allows) set the warps; one piece is row_shape.
-KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t piece, int pieces);
+/// warps where the piece allows) set the warps, asking room for `resident_rule` threads per SM as
+/// row_shape does; one piece is row_shape.
+KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t piece, int pieces, int resident_rule = 0);
 
 /// A staged kernel of `warps_rule` warps (or Tuning::staged_warps) whose programs hold `stage_bytes` of
 /// shared memory: ptxas is asked to fit as many programs per SM as the H100/H200's 228 KB of shared

@@ -50,16 +50,20 @@ void one_program(const RowCall& call, const Args& a) {
     // One row per program, held as one tile or as pieces (with_pieces) of its window or of the row.
     const bool windowed = peel && window <= kSoftmaxMaxCols;
     with_pieces<kSoftmaxMaxCols>(windowed ? window : call.cols, [&]<int PIECE, int PIECES>() {
+      // Windowed rows ask for the residency of whole-vector rows, unless that would spill (or as
+      // Tuning::resident_threads says).
+      const int resident = !windowed ? 0 : element_bytes_of<T>() < 4 ? kSoftmaxPeeledResidentHalf : kSoftmaxPeeledResidentF32;
+      KernelShape shape = pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES, resident);
+      shape.min_programs_unless_spilling = windowed && !call.opt.tuning.resident_threads;
       if constexpr (PIECES == 1) {
         if (windowed)
-          launch(call, row_program<&softmax_peeled_program<T, PIECE>, T, PIECE>(call, "softmax_peeled", params), Grid(call.rows),
-                 std::array{a.in, a.out, n, n});
+          launch(call, kernel_for<&softmax_peeled_program<T, PIECE>>(shape, [] { return "softmax_peeled_" + std::to_string(PIECE); }, params),
+                 Grid(call.rows), std::array{a.in, a.out, n, n});
         else
           launch(call, row_program<&softmax_program<T, PIECE>, T, PIECE>(call, "softmax", params), Grid(call.rows),
                  std::array{a.in, a.out, n, n});
       } else {
         static constexpr const char* pieces_params[] = {"in", "out", "stride", "n_cols", "tail"};
-        auto shape = pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES);
         auto name = [](const char* stem) { return stem + std::to_string(PIECE) + "x" + std::to_string(PIECES); };
         Program& p = windowed
                          ? kernel_for<&softmax_pieces_program<T, PIECE, PIECES, true>>(shape, [&] { return name("softmax_peeled_"); }, pieces_params)

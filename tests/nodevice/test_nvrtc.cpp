@@ -6,6 +6,7 @@
 #include "backend/codegen/cuda.hpp"
 #include "backend/nvrtc/nvrtc.hpp"
 #include "dsl/tl.hpp"
+#include "kernels/softmax/programs.hpp"
 #include "tests/common/op_kernels.hpp"
 #include "tests/common/programs.hpp"
 #include "tests/common/text.hpp"
@@ -46,6 +47,28 @@ TEST(Nvrtc, PackedProgramsCompile) {
   EXPECT_NE(src.find("if (tf_program_x >= tf_num_programs_x) return;"), std::string::npos);
   const auto c = nvrtc::compile(src, codegen::kernel_symbol(p.ir()), nvrtc::options_for("sm_90"));
   EXPECT_EQ(c.spill_stores + c.spill_loads, 0);
+}
+
+TEST(Nvrtc, MinProgramsUnlessSpillingDropsOnlyABoundThatSpills) {
+  // A row of 4096 f32 over 4 warps holds 32 elements a thread: 16 programs of 128 threads per SM leave it
+  // 32 registers, which spills; 2 leave it 255, which do not.
+  using Softmax = Kernel<&kernels::softmax_program<tl::f32, 4096>>;
+  const Softmax hard("softmax_hard", {.num_warps = 4, .min_programs_per_sm = 16});
+  const auto spilled = hard.program().compile(hard.program().default_specialization(), "sm_90");
+  EXPECT_NE(spilled.source.find("__launch_bounds__(128, 16)"), std::string::npos);
+  EXPECT_GT(spilled.spill_bytes, 0) << spilled.ptxas_log;
+
+  const Softmax soft("softmax_soft", {.num_warps = 4, .min_programs_per_sm = 16, .min_programs_unless_spilling = true});
+  const auto dropped = soft.program().compile(soft.program().default_specialization(), "sm_90");
+  EXPECT_NE(dropped.source.find("__launch_bounds__(128)"), std::string::npos) << dropped.source.substr(0, 2000);
+  EXPECT_EQ(dropped.spill_bytes, 0) << dropped.ptxas_log;
+  // What it asks for stays visible in the generated source; the compiled kernel is the one without it.
+  EXPECT_NE(soft.program().cuda_source(soft.program().default_specialization()).find("__launch_bounds__(128, 16)"), std::string::npos);
+
+  const Softmax kept("softmax_kept", {.num_warps = 4, .min_programs_per_sm = 2, .min_programs_unless_spilling = true});
+  const auto bounded = kept.program().compile(kept.program().default_specialization(), "sm_90");
+  EXPECT_NE(bounded.source.find("__launch_bounds__(128, 2)"), std::string::npos);
+  EXPECT_EQ(bounded.spill_bytes, 0) << bounded.ptxas_log;
 }
 
 TEST(Nvrtc, TestKernelsCompile) {

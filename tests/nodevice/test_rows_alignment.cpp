@@ -13,6 +13,7 @@
 
 #include "kernels/layernorm/layernorm.hpp"
 #include "kernels/reference.hpp"
+#include "kernels/softmax/launchers.hpp"
 #include "kernels/softmax/softmax.hpp"
 #include "tests/common/text.hpp"
 
@@ -295,6 +296,31 @@ TEST(RowsAlignment, PeeledLayerNormKeepsItsRowsInFlight) {
         EXPECT_LE(info.registers, 64) << p->name() << " " << ir::dtype_name(t);
       }
     }
+}
+
+TEST(RowsAlignment, PeeledSoftmaxAsksForTheResidencyOfWholeVectorRowsUnlessItSpills) {
+  // The softmax's rows read through windows ask for 1024 (f16/bf16) or 1536 (f32) threads per SM
+  // (kSoftmaxPeeledResident*), the residency of whole-vector rows, only where ptxas meets it without
+  // spilling: no window tile spills, and a tile that keeps the request fits that many threads.
+  const kernels::RowOptions opt{Backend::interpreter};
+  int kept = 0;
+  for (ir::DType t : {ir::DType::f32, ir::DType::f16, ir::DType::bf16})
+    for (std::int64_t cols : {1025, 1901, 2223, 3261, 3537, 4105, 5587, 7375, 9001, 16377}) {
+      const Program* p = kernels::softmax_programs(RowVariant::one_program, t, cols, opt).at(0);
+      SCOPED_TRACE(p->name() + " " + ir::dtype_name(t) + " " + std::to_string(cols) + " columns");
+      EXPECT_NE(p->name().find("peeled"), std::string::npos);
+      const auto info = p->compile(odd_rows(*p), "sm_90");
+      EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+      const int threads = 32 * p->num_warps();
+      const int wanted = t == ir::DType::f32 ? kernels::softmax_launch::kSoftmaxPeeledResidentF32
+                                             : kernels::softmax_launch::kSoftmaxPeeledResidentHalf;
+      if (wanted / threads > 1 &&
+          info.source.find("__launch_bounds__(" + std::to_string(threads) + ", " + std::to_string(wanted / threads) + ")") != std::string::npos) {
+        ++kept;
+        EXPECT_LE(info.registers * wanted / threads * threads, 65536) << info.registers << " registers";
+      }
+    }
+  EXPECT_GT(kept, 10);  // most tiles meet it
 }
 
 TEST(RowsAlignment, PackedOddRowsPutNeighbouringLanesOnNeighbouringElements) {
