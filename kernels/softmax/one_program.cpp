@@ -55,16 +55,13 @@ void one_program(const RowCall& call, const Args& a) {
       const int resident = !windowed ? 0 : element_bytes_of<T>() < 4 ? kSoftmaxPeeledResidentHalf : kSoftmaxPeeledResidentF32;
       KernelShape shape = pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES, resident);
       shape.min_programs_unless_spilling = windowed && !call.opt.tuning.resident_threads;
+      auto name = [](const char* stem) { return stem + std::to_string(PIECE) + (PIECES == 1 ? "" : "x" + std::to_string(PIECES)); };
       if constexpr (PIECES == 1) {
-        if (windowed)
-          launch(call, kernel_for<&softmax_peeled_program<T, PIECE>>(shape, [] { return "softmax_peeled_" + std::to_string(PIECE); }, params),
-                 Grid(call.rows), std::array{a.in, a.out, n, n});
-        else
-          launch(call, row_program<&softmax_program<T, PIECE>, T, PIECE>(call, "softmax", params), Grid(call.rows),
-                 std::array{a.in, a.out, n, n});
+        Program& p = windowed ? kernel_for<&softmax_peeled_program<T, PIECE>>(shape, [&] { return name("softmax_peeled_"); }, params)
+                              : kernel_for<&softmax_program<T, PIECE>>(shape, [&] { return name("softmax_"); }, params);
+        launch(call, p, Grid(call.rows), std::array{a.in, a.out, n, n});
       } else {
         static constexpr const char* pieces_params[] = {"in", "out", "stride", "n_cols", "tail"};
-        auto name = [](const char* stem) { return stem + std::to_string(PIECE) + "x" + std::to_string(PIECES); };
         Program& p = windowed
                          ? kernel_for<&softmax_pieces_program<T, PIECE, PIECES, true>>(shape, [&] { return name("softmax_peeled_"); }, pieces_params)
                          : kernel_for<&softmax_pieces_program<T, PIECE, PIECES, false>>(shape, [&] { return name("softmax_"); }, pieces_params);
