@@ -132,6 +132,8 @@ namespace {
 std::string compile_arch(const codegen::Generated& g, const std::string& arch) { return g.warpgroup_mma ? arch + "a" : arch; }
 }  // namespace
 
+codegen::Generated Program::generate(const Specialization& spec, const std::string& arch) const { return generate(spec, arch, true); }
+
 codegen::Generated Program::generate(const Specialization& spec, const std::string& arch, bool bounded) const {
   const bool wgmma = options_.warpgroup_mma && has_warpgroup_mma(arch);
   const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility, wgmma);
@@ -153,9 +155,12 @@ struct Program::Built {
 
 // With min_programs_unless_spilling, a launch bound that made ptxas spill is dropped: the kernel is
 // generated and compiled again without it (both compilations cached, so this costs once per cache).
-Program::Built Program::build(const Specialization& spec, const std::string& arch) const {
+// `check` sees each generated kernel before it compiles.
+Program::Built Program::build(const Specialization& spec, const std::string& arch,
+                              const std::function<void(const codegen::Generated&)>& check) const {
   const auto compiled_for = [&](bool bounded) {
     Built b{generate(spec, arch, bounded), "", nullptr};
+    if (check) check(b.generated);
     b.arch = compile_arch(b.generated, arch);
     b.compiled = cache::KernelCache::global().get(b.generated.source, codegen::kernel_symbol(fn_), nvrtc::options_for(b.arch));
     return b;
@@ -524,16 +529,18 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
           if (knobs::log_recompiles()) std::fprintf(stderr, "tilefuse: %s\n", e->reason.c_str());
         }
         const std::string arch = driver::device().arch();
-        const Built built = build(spec, arch);
+        // The device's shared-memory limit is checked on the generated kernel, before it compiles.
+        const int limit = driver::device().max_shared_per_block;
+        const Built built = build(spec, arch, [&](const codegen::Generated& g) {
+          if (g.shared_bytes > limit)
+            throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': its " + (fn_.stages.empty() ? "tiles" : "stages") + " take " +
+                                        std::to_string(g.shared_bytes) + " bytes of shared memory per thread block, more than the " +
+                                        std::to_string(limit) + " bytes " + driver::device().name + " allows; use " +
+                                        (fn_.stages.empty() ? "smaller blocks (tile sizes)" : "smaller stages"));
+        });
         const codegen::Generated& generated = built.generated;
         const std::string symbol = codegen::kernel_symbol(fn_);
         const std::int64_t shared = generated.shared_bytes;
-        const int limit = driver::device().max_shared_per_block;
-        if (shared > limit)
-          throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': its " + (fn_.stages.empty() ? "tiles" : "stages") + " take " +
-                                      std::to_string(shared) + " bytes of shared memory per thread block, more than the " +
-                                      std::to_string(limit) + " bytes " + driver::device().name + " allows; use " +
-                                      (fn_.stages.empty() ? "smaller blocks (tile sizes)" : "smaller stages"));
         e->compiled = built.compiled;
         e->module = std::make_unique<driver::Module>(e->compiled->cubin, fn_.name);
         e->function = e->module->function(symbol);

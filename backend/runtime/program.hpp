@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -162,8 +163,7 @@ class Program {
   /// GPU architecture `arch` ("sm_90": dots may use warpgroup MMA); empty: what runs on every sm_80+ GPU.
   std::string cuda_source(const Specialization& spec, const std::string& arch = {}) const;
   /// The generated kernel of one specialization for `arch` (as cuda_source) with the shared memory it needs.
-  /// `bounded` false: without KernelOptions::min_programs_per_sm.
-  codegen::Generated generate(const Specialization& spec, const std::string& arch = {}, bool bounded = true) const;
+  codegen::Generated generate(const Specialization& spec, const std::string& arch = {}) const;
   /// The specialization assumed when no arguments are known: the best alignment for every parameter.
   Specialization default_specialization() const;
   /// Compiles (or fetches from the cache) a specialization for `arch` (e.g. "sm_90") without a GPU.
@@ -199,8 +199,11 @@ class Program {
   [[noreturn]] void bad_argument(std::size_t index, const std::string& expected, const std::string& got) const;
   void check_arguments(const LaunchConfig& config, std::span<const Arg> args) const;
   CompiledInfo compile_source(std::string source, const std::string& arch) const;
+  /// generate, with (`bounded`) or without KernelOptions::min_programs_per_sm.
+  codegen::Generated generate(const Specialization& spec, const std::string& arch, bool bounded) const;
   struct Built;
-  Built build(const Specialization& spec, const std::string& arch) const;
+  Built build(const Specialization& spec, const std::string& arch,
+              const std::function<void(const codegen::Generated&)>& check = {}) const;
   std::string why_new(const Specialization& spec, std::span<const Arg> args) const;
   void check_fault(const std::vector<codegen::AccessSite>& sites, int packed);
   static constexpr std::size_t kFaultBytes = 48;  // the device's TfFault (codegen/prelude/bounds.cuh)
