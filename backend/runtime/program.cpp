@@ -153,9 +153,26 @@ struct Program::Built {
   std::shared_ptr<const nvrtc::Compiled> compiled;
 };
 
-// With min_programs_unless_spilling, a launch bound that made ptxas spill is dropped: the kernel is
-// generated and compiled again without it (both compilations cached, so this costs once per cache).
-// `check` sees each generated kernel before it compiles.
+namespace {
+// Registers a multiprocessor holds on every sm_80+ GPU, and how it hands them out: per warp, in units of
+// 256 (8 a thread).
+constexpr int kRegistersPerSm = 65536;
+constexpr int kRegisterUnitPerWarp = 256;
+
+// Whether blocks of `block_warps` warps at `registers` a thread leave room for `blocks` of them on one SM.
+bool registers_hold(int registers, int block_warps, int blocks) {
+  if (registers <= 0) return false;  // not reported: ask
+  const int per_warp = (registers * 32 + kRegisterUnitPerWarp - 1) / kRegisterUnitPerWarp * kRegisterUnitPerWarp;
+  return kRegistersPerSm / per_warp / block_warps >= blocks;
+}
+}  // namespace
+
+// With min_programs_unless_spilling the launch bound is asked only where it changes something: the
+// kernel compiles without it first, and with it only where the registers ptxas chose leave fewer programs
+// per SM than asked; where that compile spills, the first one runs. (Each compile is cached, so the
+// choice costs once per cache.) A bound that registers already meet would only change ptxas's schedule,
+// which measured slower as often as faster (bench/NOTES.md). `check` sees each generated kernel before
+// it compiles.
 Program::Built Program::build(const Specialization& spec, const std::string& arch,
                               const std::function<void(const codegen::Generated&)>& check) const {
   const auto compiled_for = [&](bool bounded) {
@@ -165,11 +182,13 @@ Program::Built Program::build(const Specialization& spec, const std::string& arc
     b.compiled = cache::KernelCache::global().get(b.generated.source, codegen::kernel_symbol(fn_), nvrtc::options_for(b.arch));
     return b;
   };
-  Built b = compiled_for(true);
-  if (options_.min_programs_unless_spilling && options_.min_programs_per_sm > 0 &&
-      b.compiled->spill_stores + b.compiled->spill_loads > 0)
-    b = compiled_for(false);
-  return b;
+  if (!options_.min_programs_unless_spilling || options_.min_programs_per_sm <= 0) return compiled_for(true);
+  Built free = compiled_for(false);
+  const int packed = spec.programs_per_block;
+  const int blocks = (options_.min_programs_per_sm + packed - 1) / packed;
+  if (registers_hold(free.compiled->registers, options_.num_warps * packed, blocks)) return free;
+  Built bounded = compiled_for(true);
+  return bounded.compiled->spill_stores + bounded.compiled->spill_loads > 0 ? free : bounded;
 }
 
 CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const {

@@ -62,9 +62,10 @@ struct KernelOptions {
   /// access goes out through shared memory and TMA (codegen::TensorMap says which). false keeps cp.async
   /// and stores from registers.
   bool tma = true;
-  /// min_programs_per_sm as a wish that never costs spills: where ptxas would spill registers to fit that
-  /// many programs, the kernel compiles without the request instead (what launches, compile and inspect
-  /// use; cuda_source and generate show the request).
+  /// min_programs_per_sm as a wish, asked of ptxas only where it changes something and never at the cost
+  /// of spills: the kernel compiles without it where the registers ptxas chooses already fit that many
+  /// programs, or where fitting them would spill (what launches, compile and inspect use; cuda_source and
+  /// generate show the request).
   bool min_programs_unless_spilling = false;
 };
 

@@ -49,9 +49,9 @@ TEST(Nvrtc, PackedProgramsCompile) {
   EXPECT_EQ(c.spill_stores + c.spill_loads, 0);
 }
 
-TEST(Nvrtc, MinProgramsUnlessSpillingDropsOnlyABoundThatSpills) {
+TEST(Nvrtc, MinProgramsUnlessSpillingAsksOnlyWhereItChangesSomething) {
   // A row of 4096 f32 over 4 warps holds 32 elements a thread: 16 programs of 128 threads per SM leave it
-  // 32 registers, which spills; 2 leave it 255, which do not.
+  // 32 registers, which spills; 2 leave it 255, which ptxas's own choice fits already.
   using Softmax = Kernel<&kernels::softmax_program<tl::f32, 4096>>;
   const Softmax hard("softmax_hard", {.num_warps = 4, .min_programs_per_sm = 16});
   const auto spilled = hard.program().compile(hard.program().default_specialization(), "sm_90");
@@ -65,10 +65,12 @@ TEST(Nvrtc, MinProgramsUnlessSpillingDropsOnlyABoundThatSpills) {
   // What it asks for stays visible in the generated source; the compiled kernel is the one without it.
   EXPECT_NE(soft.program().cuda_source(soft.program().default_specialization()).find("__launch_bounds__(128, 16)"), std::string::npos);
 
-  const Softmax kept("softmax_kept", {.num_warps = 4, .min_programs_per_sm = 2, .min_programs_unless_spilling = true});
-  const auto bounded = kept.program().compile(kept.program().default_specialization(), "sm_90");
-  EXPECT_NE(bounded.source.find("__launch_bounds__(128, 2)"), std::string::npos);
-  EXPECT_EQ(bounded.spill_bytes, 0) << bounded.ptxas_log;
+  const Softmax met("softmax_met", {.num_warps = 4, .min_programs_per_sm = 2, .min_programs_unless_spilling = true});
+  const auto unbounded = met.program().compile(met.program().default_specialization(), "sm_90");
+  EXPECT_NE(unbounded.source.find("__launch_bounds__(128)"), std::string::npos);
+  EXPECT_EQ(unbounded.spill_bytes, 0) << unbounded.ptxas_log;
+  // Where the bound is kept (it changes the residency and costs no spill): see
+  // RowsAlignment.PeeledSoftmaxAsksForTheResidencyOfWholeVectorRowsWhereItChangesSomething.
 }
 
 TEST(Nvrtc, TestKernelsCompile) {
