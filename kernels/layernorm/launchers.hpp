@@ -38,12 +38,6 @@ inline bool norm_peeled(const Tuning& tuning, std::int64_t cols, int element_byt
 /// every tile).
 inline constexpr int kNormPeeledResident = 1024;
 
-/// Widest row tile (bytes) LayerNorm holds several of per program unless Tuning::pack_rows says
-/// otherwise: 128. A one-warp program per row keeps at most 8 of its 32 lanes busy on a tile that narrow,
-/// while wider rows measured faster one per program (H200, 2026-12-01: 78091 x 136 f16, a 512-byte tile:
-/// 23.5 us one per program, 28.1 us packed).
-inline constexpr std::int64_t kNormPackedRowBytes = 128;
-
 /// Widest window (columns) of half rows that LayerNorm's one-program kernel strides over rows for
 /// (Tuning::stride_rows): w and b of such a window take 2 x 16 KB of shared memory per program.
 inline constexpr std::int64_t kNormStridedMaxCols = 8192;

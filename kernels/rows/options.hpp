@@ -48,8 +48,8 @@ struct Tuning {
   /// Without, such rows go element by element, neighbouring threads on neighbouring elements.
   std::optional<bool> peel;
   /// Whether narrow rows (whose tile is at most kPackedRowBytes) are held several per program as one 2D
-  /// tile; the rule is yes for the softmax, no for LayerNorm (measured slower). Without, each row is a
-  /// program of its own (one-warp programs packed 8 per thread block).
+  /// tile; the rule (packed_rows) is yes for tiles under kPackedRowBytes and for rows that are not whole
+  /// vectors. Without, each row is a program of its own (one-warp programs packed 8 per thread block).
   std::optional<bool> pack_rows;
   /// Whether packed narrow rows that are not a whole number of 16-byte vectors move through shared memory
   /// (the program's rows as one run of memory, 16 bytes at a time; StagedRows in kernels/rows/programs.hpp)

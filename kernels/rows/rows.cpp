@@ -195,11 +195,19 @@ bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes, bool by_
   return tuning.peel.value_or(by_default) && (cols * element_bytes) % 16 != 0;
 }
 
-bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, std::int64_t default_bytes) {
+namespace {
+std::int64_t row_tile_bytes(std::int64_t width, int element_bytes) {
   std::int64_t tile = 1;
   while (tile < width) tile *= 2;
-  const std::int64_t bytes = tile * element_bytes;
-  return bytes <= kPackedRowBytes && tuning.pack_rows.value_or(bytes <= default_bytes);
+  return tile * element_bytes;
+}
+}  // namespace
+
+bool packable_rows(std::int64_t width, int element_bytes) { return row_tile_bytes(width, element_bytes) <= kPackedRowBytes; }
+
+bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, bool whole_vectors) {
+  const std::int64_t bytes = row_tile_bytes(width, element_bytes);
+  return bytes <= kPackedRowBytes && tuning.pack_rows.value_or(bytes < kPackedRowBytes || !whole_vectors);
 }
 
 bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes) {

@@ -140,13 +140,21 @@ bool staged_over_looped(const Target& target, std::int64_t rows, std::int64_t co
 /// matrix does.
 bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes, bool by_default = true);
 
-/// Widest row tile (bytes) the narrow-row kernels hold several of per program.
+/// Widest row tile (bytes) the narrow-row kernels hold several of per program: a one-warp program of a
+/// tile this wide holds one 16-byte vector a lane.
 inline constexpr std::int64_t kPackedRowBytes = 512;
 
+/// Whether a row tile of `width` columns of `element_bytes` may go several to a program (the tile, a power
+/// of two, at most kPackedRowBytes).
+bool packable_rows(std::int64_t width, int element_bytes);
+
 /// Whether rows whose tile is `width` columns (the row, or its aligned window) of `element_bytes` go
-/// several to a program: when Tuning::pack_rows says so, tiles of at most kPackedRowBytes; unset, tiles of
-/// at most the family's `default_bytes`.
-bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, std::int64_t default_bytes = kPackedRowBytes);
+/// several to a program: where packable_rows, as Tuning::pack_rows says; unset, where a one-warp program
+/// per row would hold less than one 16-byte vector a lane (tiles under kPackedRowBytes), or where the rows
+/// are not whole vectors (`whole_vectors` false: one to a program, the row's ends go element by element).
+/// Measured for both families (H200, bench/NOTES.md "Which narrow rows to pack"): packed LayerNorm rows of
+/// 256-byte tiles 0.2 x copy faster, aligned rows of 512-byte tiles 0.1 slower.
+bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, bool whole_vectors);
 
 /// Whether packed rows of `cols` elements of `element_bytes` move through shared memory (StagedRows):
 /// rows that are not a whole number of 16-byte vectors, when Tuning::stage_rows says so; unset, f32 rows

@@ -15,6 +15,7 @@
 #include "kernels/reference.hpp"
 #include "kernels/softmax/launchers.hpp"
 #include "kernels/softmax/softmax.hpp"
+#include "kernels/tune/tuner.hpp"
 #include "tests/common/text.hpp"
 
 using namespace tilefuse;
@@ -235,8 +236,8 @@ TEST(RowsAlignment, StagedNarrowRowsMatchFloat64) {
 TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   // Unless tuned: odd rows of every dtype through windows from 2 KB (half windows of several pieces up
   // to 8192 columns by programs striding over rows), shorter rows element by element; several rows per
-  // program for tiles up to 128 bytes (f32 rows that are not whole vectors: up to 512 bytes, through
-  // shared memory), one per program above.
+  // program as packed_rows says (f32 rows that are not whole vectors through shared memory), one per
+  // program above.
   const kernels::RowOptions opt{Backend::interpreter};
   auto name = [&](ir::DType t, std::int64_t cols) { return kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0)->name(); };
   EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_strided_512x7");  // 6.5 KB, its window in eighths of 4096
@@ -257,12 +258,49 @@ TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 16383, opt).at(0)->name(), "layernorm_looped_peeled");
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 509, opt).at(0)->name(), "layernorm_looped");
   EXPECT_EQ(name(ir::DType::f16, 136), "layernorm_256");              // a 512-byte tile
+  EXPECT_EQ(name(ir::DType::bf16, 85), "layernorm_rows_32x128");       // a 256-byte tile
+  EXPECT_EQ(name(ir::DType::bf16, 155), "layernorm_rows_16x256");      // a 512-byte tile, not whole vectors
   // What Tuning says wins over the defaults.
   kernels::RowOptions tuned = opt;
   tuned.tuning.peel = false;
   tuned.tuning.pack_rows = true;
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::bf16, 3261, tuned).at(0)->name(), "layernorm_512x7");
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 136, tuned).at(0)->name(), "layernorm_rows_16x256");
+}
+
+TEST(RowsAlignment, NarrowRowsAreHeldSeveralToAProgramWhereOneWarpARowHoldsLessThanAVectorALane) {
+  // The rule of both families (packed_rows): rows whose tile is under 512 bytes go several to a program
+  // (a one-warp program would hold less than one 16-byte vector a lane); at 512 bytes only rows that are
+  // not whole vectors do (one to a program, their ends go element by element); wider tiles never.
+  const kernels::RowOptions opt{Backend::interpreter};
+  auto softmax = [&](ir::DType t, std::int64_t cols) { return kernels::softmax_programs(RowVariant::one_program, t, cols, opt).at(0)->name(); };
+  auto layernorm = [&](ir::DType t, std::int64_t cols) { return kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0)->name(); };
+  EXPECT_EQ(softmax(ir::DType::f32, 40), "softmax_rows_32x64");
+  EXPECT_EQ(layernorm(ir::DType::f32, 40), "layernorm_rows_32x64");
+  EXPECT_EQ(softmax(ir::DType::f16, 65), "softmax_rows_32x128");  // its window: 72 columns
+  EXPECT_EQ(layernorm(ir::DType::f16, 65), "layernorm_rows_32x128");
+  EXPECT_EQ(softmax(ir::DType::f32, 72), "softmax_128");          // whole vectors, a 512-byte tile
+  EXPECT_EQ(layernorm(ir::DType::f32, 72), "layernorm_128");
+  EXPECT_EQ(softmax(ir::DType::f16, 136), "softmax_256");
+  EXPECT_EQ(layernorm(ir::DType::f16, 136), "layernorm_256");
+  EXPECT_EQ(softmax(ir::DType::bf16, 151), "softmax_rows_16x256");  // not whole vectors, a 512-byte tile
+  EXPECT_EQ(layernorm(ir::DType::bf16, 151), "layernorm_rows_16x256");
+  EXPECT_EQ(softmax(ir::DType::bf16, 257).find("_rows_"), std::string::npos);  // wider tiles
+  EXPECT_EQ(layernorm(ir::DType::bf16, 257).find("_rows_"), std::string::npos);
+  // The tuners' spaces hold the other way for every tile that may be packed.
+  struct Case {
+    std::int64_t cols;
+    int element_bytes;
+    bool other;  // the pack_rows of the other way
+  };
+  for (const Case& c : {Case{40, 4, false}, Case{72, 4, true}, Case{151, 2, false}}) {
+    for (const auto& space : {kernels::softmax_space(1000, c.cols, c.element_bytes, opt), kernels::layernorm_space(1000, c.cols, c.element_bytes, opt)}) {
+      bool found = false;
+      for (const kernels::RowConfig& config : space)
+        found = found || (config.variant == RowVariant::one_program && config.tuning.pack_rows == c.other);
+      EXPECT_TRUE(found) << c.cols << " columns of " << c.element_bytes << " bytes";
+    }
+  }
 }
 
 TEST(RowsAlignment, StridedLayerNormMatchesFloat64) {
