@@ -48,7 +48,7 @@ void one_program(const RowCall& call, const Args& a) {
     // row, on tiles as wide as the softmax packs.
     const bool staged = staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>());
     const std::int64_t width = peel && !staged ? window : call.cols;
-    if (packed_rows(call.opt.tuning, width, element_bytes_of<T>(), (call.cols * element_bytes_of<T>()) % 16 == 0)) {
+    if (packed_rows(call.opt.tuning, width, call.cols, element_bytes_of<T>())) {
       static constexpr const char* packed_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "n_rows", "eps"};
       with_block<kPackedRowBytes / 2>(width, [&]<int C>() {
         if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {

@@ -191,11 +191,10 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
   return plan;
 }
 
-bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes, bool by_default) {
-  return tuning.peel.value_or(by_default) && (cols * element_bytes) % 16 != 0;
-}
-
 namespace {
+// Whether every row of `cols` elements of `element_bytes` is a whole number of 16-byte vectors.
+bool whole_vectors(std::int64_t cols, int element_bytes) { return (cols * element_bytes) % 16 == 0; }
+
 std::int64_t row_tile_bytes(std::int64_t width, int element_bytes) {
   std::int64_t tile = 1;
   while (tile < width) tile *= 2;
@@ -203,15 +202,19 @@ std::int64_t row_tile_bytes(std::int64_t width, int element_bytes) {
 }
 }  // namespace
 
+bool peeled(const Tuning& tuning, std::int64_t cols, int element_bytes, bool by_default) {
+  return tuning.peel.value_or(by_default) && !whole_vectors(cols, element_bytes);
+}
+
 bool packable_rows(std::int64_t width, int element_bytes) { return row_tile_bytes(width, element_bytes) <= kPackedRowBytes; }
 
-bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, bool whole_vectors) {
+bool packed_rows(const Tuning& tuning, std::int64_t width, std::int64_t cols, int element_bytes) {
   const std::int64_t bytes = row_tile_bytes(width, element_bytes);
-  return bytes <= kPackedRowBytes && tuning.pack_rows.value_or(bytes < kPackedRowBytes || !whole_vectors);
+  return bytes <= kPackedRowBytes && tuning.pack_rows.value_or(bytes < kPackedRowBytes || !whole_vectors(cols, element_bytes));
 }
 
 bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes) {
-  return (cols * element_bytes) % 16 != 0 && tuning.stage_rows.value_or(element_bytes >= 4);
+  return !whole_vectors(cols, element_bytes) && tuning.stage_rows.value_or(element_bytes >= 4);
 }
 
 KernelShape packed_shape(const Tuning& tuning) { return KernelShape{4, resident_programs(tuning, 0, 4)}; }

@@ -148,13 +148,14 @@ inline constexpr std::int64_t kPackedRowBytes = 512;
 /// of two, at most kPackedRowBytes).
 bool packable_rows(std::int64_t width, int element_bytes);
 
-/// Whether rows whose tile is `width` columns (the row, or its aligned window) of `element_bytes` go
-/// several to a program: where packable_rows, as Tuning::pack_rows says; unset, where a one-warp program
-/// per row would hold less than one 16-byte vector a lane (tiles under kPackedRowBytes), or where the rows
-/// are not whole vectors (`whole_vectors` false: one to a program, the row's ends go element by element).
+/// Whether rows of `cols` elements of `element_bytes`, whose tile is `width` columns (the row, or its
+/// aligned window), go several to a program: where packable_rows, as Tuning::pack_rows says; unset, where
+/// a one-warp program per row would hold less than one 16-byte vector a lane (tiles under
+/// kPackedRowBytes), or where the rows are not whole vectors (one to a program, the row's ends go element
+/// by element).
 /// Measured for both families (H200, bench/NOTES.md "Which narrow rows to pack"): packed LayerNorm rows of
 /// 256-byte tiles 0.2 x copy faster, aligned rows of 512-byte tiles 0.1 slower.
-bool packed_rows(const Tuning& tuning, std::int64_t width, int element_bytes, bool whole_vectors);
+bool packed_rows(const Tuning& tuning, std::int64_t width, std::int64_t cols, int element_bytes);
 
 /// Whether packed rows of `cols` elements of `element_bytes` move through shared memory (StagedRows):
 /// rows that are not a whole number of 16-byte vectors, when Tuning::stage_rows says so; unset, f32 rows

@@ -1,8 +1,9 @@
 // Device tier, faults: an allocation beyond the device's memory, launches the driver rejects (too many
 // threads per block, more dynamic shared memory than a block may have) and stages larger than a block's
-// shared memory are named errors, and the process goes on launching with right results. (A kernel that faults while it runs, an illegal address, is
-// different: CUDA then poisons the context for the whole process; TILEFUSE_DEBUG_BOUNDS=1 finds such
-// accesses as a BoundsError instead, tested in test_interop.cpp.)
+// shared memory are named errors, and the process goes on launching with right results. (A kernel that
+// faults while it runs, an illegal address, is different: CUDA then poisons the context for the whole
+// process; TILEFUSE_DEBUG_BOUNDS=1 finds such accesses as a BoundsError instead, tested in
+// test_interop.cpp.)
 #include <gtest/gtest.h>
 
 #include "backend/cache/cache.hpp"
