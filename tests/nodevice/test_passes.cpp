@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "backend/ir/ir.hpp"
 #include "backend/ir/ops.hpp"
@@ -137,6 +139,43 @@ TEST(Passes, SimplifyWritesIntegerNegationsAsNeg) {
   EXPECT_EQ(count(f, Op::mul), 0) << ir::print(f);
   EXPECT_EQ(count(f, Op::sub), 1) << ir::print(f);
   ir::verify(f);
+}
+
+namespace {
+// Each element over its row's sum and over its column's sum: divisions by values broadcast over a 2D tile.
+void shares_program(tl::Ptr<tl::f32> x, tl::Ptr<tl::f32> of_row, tl::Ptr<tl::f32> of_col) {
+  auto r = tl::arange<8>()(tl::all, tl::none);
+  auto c = tl::arange<16>()(tl::none, tl::all);
+  auto t = tl::load(x + r * 16 + c);
+  tl::store(of_row + r * 16 + c, t / tl::sum<1>(t)(tl::all, tl::none));
+  tl::store(of_col + r * 16 + c, t / tl::sum<0>(t)(tl::none, tl::all));
+}
+}  // namespace
+
+// x / v(all, none) and x / v(none, all) divide once per element of v (a reciprocal, expanded along the
+// axis v was) and multiply per element of x: the packed softmax's 32 divisions a thread become 4.
+TEST(Passes, SimplifyDividesByABroadcastRowOrColumnOncePerElementOfIt) {
+  Kernel<&shares_program> k("shares", KernelOptions{1, {"x", "of_row", "of_col"}});
+  const ir::Function& fn = k.program().ir();
+  int divisions = 0;
+  for (const auto& in : fn.body)
+    if (in.op == Op::div) {
+      ++divisions;
+      EXPECT_EQ(fn.values[in.result].rank, 1) << ir::print(fn);
+    }
+  EXPECT_EQ(divisions, 2) << ir::print(fn);
+  std::vector<float> x(128), of_row(128, std::nanf("")), of_col(128, std::nanf(""));
+  for (int i = 0; i < 128; ++i) x[i] = static_cast<float>(1 + (i * 7) % 13);
+  k.launch({{1}, Backend::interpreter}, x, of_row, of_col);
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 16; ++c) {
+      double row = 0, col = 0;
+      for (int j = 0; j < 16; ++j) row += x[r * 16 + j];
+      for (int i = 0; i < 8; ++i) col += x[i * 16 + c];
+      const double v = x[r * 16 + c];
+      EXPECT_NEAR(of_row[r * 16 + c], v / row, 3e-7 * v / row) << r << ", " << c;
+      EXPECT_NEAR(of_col[r * 16 + c], v / col, 3e-7 * v / col) << r << ", " << c;
+    }
 }
 
 TEST(Passes, HoistLoadsMovesLoadsUpButNotAboveStores) {
