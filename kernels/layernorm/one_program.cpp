@@ -46,7 +46,7 @@ void one_program(const RowCall& call, const Args& a) {
     // Narrow rows: several per program as one 2D tile; rows that are not whole vectors through their
     // windows, or (staged) as one run of memory through shared memory, w and b then aligned with every
     // row, on tiles as wide as the softmax packs.
-    const bool staged = staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>());
+    const bool staged = staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>(), /*column_operands=*/true);
     const std::int64_t width = peel && !staged ? window : call.cols;
     if (packed_rows(call.opt.tuning, width, call.cols, element_bytes_of<T>())) {
       static constexpr const char* packed_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "n_rows", "eps"};

@@ -213,8 +213,9 @@ bool packed_rows(const Tuning& tuning, std::int64_t width, std::int64_t cols, in
   return bytes <= kPackedRowBytes && tuning.pack_rows.value_or(bytes < kPackedRowBytes || !whole_vectors(cols, element_bytes));
 }
 
-bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes) {
-  return !whole_vectors(cols, element_bytes) && tuning.stage_rows.value_or(element_bytes >= 4);
+bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes, bool column_operands) {
+  const bool thread_rows = !column_operands && row_tile_bytes(cols, element_bytes) <= kThreadRowBytes;
+  return !whole_vectors(cols, element_bytes) && tuning.stage_rows.value_or(element_bytes >= 4 || thread_rows);
 }
 
 KernelShape packed_shape(const Tuning& tuning) { return KernelShape{4, resident_programs(tuning, 0, 4)}; }

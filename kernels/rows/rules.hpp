@@ -157,11 +157,18 @@ bool packable_rows(std::int64_t width, int element_bytes);
 /// 256-byte tiles 0.2 x copy faster, aligned rows of 512-byte tiles 0.1 slower.
 bool packed_rows(const Tuning& tuning, std::int64_t width, std::int64_t cols, int element_bytes);
 
+/// Row tile bytes (a power of two) at or under which a packed program (8 KB of rows over 128 threads,
+/// kRowsPerProgram, packed_shape) has a thread for each of its rows.
+inline constexpr std::int64_t kThreadRowBytes = 8192 / 128;
+
 /// Whether packed rows of `cols` elements of `element_bytes` move through shared memory (StagedRows):
 /// rows that are not a whole number of 16-byte vectors, when Tuning::stage_rows says so; unset, f32 rows
-/// (row by row they move 4 bytes per lane; staged, 16). Half rows measured slower staged than through
-/// their windows (H200 sweep, bench/NOTES.md "Narrow rows through shared memory").
-bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes);
+/// (row by row they move 4 bytes per lane; staged, 16), and, for a family without per-column operands
+/// (`column_operands` false: the softmax), rows whose tile has a thread per row (kThreadRowBytes): the
+/// tile gathered from the stage then holds whole rows per thread (passes: thread_lines_layout), no lanes
+/// on padding and no shuffles. Half rows measured slower staged otherwise (H200 sweep, bench/NOTES.md
+/// "Narrow rows through shared memory", "Rows whole in a thread").
+bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes, bool column_operands);
 
 /// The narrow-row kernels' shape: four warps (a program holds 8 KB of rows, kRowsPerProgram).
 KernelShape packed_shape(const Tuning& tuning);

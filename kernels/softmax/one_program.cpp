@@ -29,7 +29,7 @@ void one_program(const RowCall& call, const Args& a) {
     // elements (the layout of an access that cannot be a vector), or through their windows where
     // Tuning::peel asks: a window's two end runs go lane by lane in every row, measured slower
     // (bench/NOTES.md, narrow rows in lane-spaced runs).
-    const bool staged = staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>());
+    const bool staged = staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>(), /*column_operands=*/false);
     if (packed_rows(call.opt.tuning, peel && !staged ? window : call.cols, call.cols, element_bytes_of<T>())) {
       static constexpr const char* packed_params[] = {"in", "out", "stride", "n_cols", "n_rows"};
       const bool peel_packed = peel && !staged && call.opt.tuning.peel.value_or(false);

@@ -79,6 +79,16 @@ TEST_F(Gpu, SoftmaxNarrowRowsSeveralPerProgram) {
   check_softmax<bfloat16>(100003, 47);  // 1563 programs of 64 rows
 }
 
+// Narrow rows that are not whole vectors through a stage, gathered as whole rows per thread (up to 32
+// halves) or as much of a row as the threads allow (f32), the last program's rows past the matrix.
+TEST_F(Gpu, SoftmaxStagedRowsWholeInAThread) {
+  for (std::int64_t cols : {1, 3, 17, 25, 31}) {
+    check_softmax<half>(100003, cols);
+    check_softmax<bfloat16>(4001, cols);
+  }
+  for (std::int64_t cols : {5, 19, 53, 127}) check_softmax<float>(30001, cols);
+}
+
 TEST_F(Gpu, SoftmaxInPlace) {
   const std::int64_t rows = 33, cols = 777;
   auto host = reference::random_vector<float>(rows * cols, fresh_seed());

@@ -312,6 +312,21 @@ TEST(Passes, LayoutSpreadsTilesOverThreads) {
   EXPECT_EQ(layouts.at(4096).vector, 2);
 }
 
+TEST(Passes, ThreadLinesLayoutHoldsWholeLinesPerThreadWhereThreadsAllow) {
+  // [128 rows, 32 columns] over 4 warps, lines along axis 1: each thread one whole row, the lanes then
+  // the warps on the rows.
+  auto l = passes::thread_lines_layout({128, 32}, 1, 4);
+  EXPECT_EQ(l.str(), "[128x32] reg(0,1)(0,2)(0,4)(0,8)(0,16) lane(1,0)(2,0)(4,0)(8,0)(16,0) warp(32,0)(64,0)");
+  // Fewer rows than threads: each thread holds as much of a row as leaves every thread its own elements
+  // (16 of 32 columns), the row's high bit on the lowest lane (a row's reduction: one shuffle).
+  l = passes::thread_lines_layout({64, 32}, 1, 4);
+  EXPECT_EQ(l.str(), "[64x32] reg(0,1)(0,2)(0,4)(0,8) lane(0,16)(1,0)(2,0)(4,0)(8,0) warp(16,0)(32,0)");
+  // Lines along axis 0 ([columns, rows]), more rows than threads: the rest of the rows in registers too.
+  l = passes::thread_lines_layout({8, 256}, 0, 4);
+  EXPECT_EQ(l.str(), "[8x256] reg(1,0)(2,0)(4,0)(0,128) lane(0,1)(0,2)(0,4)(0,8)(0,16) warp(0,32)(0,64)");
+  EXPECT_EQ(l.per_thread(), 16);
+}
+
 TEST(Passes, OptimizeDumpsAfterEachPass) {
   Builder b;
   auto x = b.param(scalar(DType::f32), "x");

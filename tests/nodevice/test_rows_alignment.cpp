@@ -466,6 +466,35 @@ TEST(RowsAlignment, NarrowRowKernelsMove16BytesPerAccess) {
   EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
 }
 
+TEST(RowsAlignment, StagedRowsAreWholeInAThreadWhereNothingIsBroadcastAlongThem) {
+  // The softmax's narrow rows that are not whole vectors and whose tile gives every row a thread (64-byte
+  // tiles: up to 32 halves) go through a stage by default, gathered whole into each thread: no shuffles.
+  // f32 rows (staged at every packed width) take as much of a row per thread as the threads allow.
+  kernels::RowOptions opt{Backend::interpreter};
+  const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::f16, 25, opt).at(0);
+  EXPECT_EQ(p->name(), "softmax_staged_rows_128x32");
+  std::string src = p->cuda_source(odd_rows(*p));
+  EXPECT_NE(src.find("[128x32] reg(0,1)(0,2)(0,4)(0,8)(0,16) lane(1,0)(2,0)(4,0)(8,0)(16,0) warp(32,0)(64,0)"), std::string::npos) << src;
+  EXPECT_EQ(occurrences(src, "__shfl"), 0u) << src;
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 17, opt).at(0)->name(), "softmax_staged_rows_128x32");
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 47, opt).at(0)->name(), "softmax_rows_64x64");
+  const Program* f = kernels::softmax_programs(RowVariant::one_program, ir::DType::f32, 19, opt).at(0);
+  EXPECT_EQ(f->name(), "softmax_staged_rows_64x32");
+  src = f->cuda_source(odd_rows(*f));
+  EXPECT_NE(src.find("[64x32] reg(0,1)(0,2)(0,4)(0,8) lane(0,16)(1,0)"), std::string::npos) << src;
+  // LayerNorm broadcasts w and b along its rows: held per thread, each thread would hold all of them, so
+  // its half rows stay unstaged and its staged rows keep the blocked layout of 16-byte runs.
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 25, opt).at(0)->name(), "layernorm_rows_128x32");
+  const Program* n = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 25, packed(false, true)).at(0);
+  EXPECT_EQ(n->name(), "layernorm_staged_rows_128x32");
+  src = n->cuda_source(odd_rows(*n));
+  EXPECT_NE(src.find("[128x32] reg(0,1)(0,2)(0,4)(32,0)(64,0) lane(0,8)(0,16)(1,0)"), std::string::npos) << src;
+  for (std::int64_t cols : {1, 3, 17, 25, 31}) {
+    check_softmax<half>(300, cols, RowVariant::one_program, false, false);  // the default rule
+    check_softmax<bfloat16>(129, cols, RowVariant::one_program, false, false);
+  }
+}
+
 TEST(RowsAlignment, StagedRowsOfEveryAlignment) {
   // One program per row (up to 32 KB of stage), and clusters of programs over wider rows, each piece
   // copied from the vector boundary before it.

@@ -134,6 +134,42 @@ class TilePlanner {
     return wanted;
   }
 
+  // The axis along which a gathered 2D tile `v` may be held as whole lines per thread: the one axis along
+  // which v, or arithmetic of its shape computed from it, is reduced; -1 when none is, both are, or that
+  // arithmetic takes a 1D tile loaded from memory (LayerNorm's w and b: broadcast into lines held per
+  // thread, each thread would hold all of it, measured slower: bench/NOTES.md).
+  int reduced_axis(ir::ValueId v) const {
+    std::vector<ir::ValueId> follow{v};
+    auto follows = [&](ir::ValueId x) { return std::find(follow.begin(), follow.end(), x) != follow.end(); };
+    int axis = -1;
+    for (std::size_t k = 0; k < follow.size(); ++k)
+      for (const Use& u : uses_[follow[k]]) {
+        if (u.operand < 0) continue;
+        const ir::Instr& in = *u.in;
+        if (ir::is_axis_reduction(in.op)) {
+          const int a = in.as<ir::attr::Axis>().axis;
+          if (axis >= 0 && axis != a) return -1;
+          axis = a;
+        } else if (arithmetic(in) && fn_.values[in.result].rank == 2 && !follows(in.result)) {
+          for (ir::ValueId x : in.args)
+            if (!follows(x) && from_loaded_line(x, 0)) return -1;
+          follow.push_back(in.result);
+        }
+      }
+    return axis;
+  }
+
+  // `x` is computed (through broadcasts, expands and arithmetic) from a 1D tile loaded from memory.
+  bool from_loaded_line(ir::ValueId x, int depth) const {
+    const ir::Instr* d = defs_[x];
+    if (!d || depth > 16 || fn_.values[x].rank == 0) return false;
+    if (ir::op_info(d->op).family == ir::Family::memory) return fn_.values[x].rank == 1;
+    if (d->op != ir::Op::expand && d->op != ir::Op::broadcast && !arithmetic(*d)) return false;
+    for (ir::ValueId a : d->args)
+      if (from_loaded_line(a, depth + 1)) return true;
+    return false;
+  }
+
   // Every use of `v` is a dot operand (a or b), directly or through trans.
   bool only_dot_operand(ir::ValueId v) const {
     if (uses_[v].empty()) return false;
@@ -179,9 +215,15 @@ class TilePlanner {
         }
         if (forced_[in.result]) return set(in.result, *forced_[in.result]);
         return set(in.result, access_layout(t, provable_run(a_.axis[in.args[0]], layout_bytes(t)), warps_));
-      case ir::Family::stage:  // a gather: the blocked layout, like a global load (gathers of odd rows
-        // in 16-byte runs measured faster than lane-spaced: bench/NOTES.md, narrow rows in lane-spaced runs)
+      case ir::Family::stage: {
+        // A 2D gather reduced along one axis, with a thread for each line along the other: whole lines
+        // in each thread, so that the reductions need no shuffles (a stage read need not coalesce).
+        if (const int axis = reduced_axis(in.result); t.rank == 2 && axis >= 0 && t.dims[0] * t.dims[1] >= 32 * warps_)
+          return set(in.result, thread_lines_layout({static_cast<int>(t.dims[0]), static_cast<int>(t.dims[1])}, axis, warps_));
+        // Otherwise the blocked layout, like a global load (gathers of odd rows in 16-byte runs measured
+        // faster than lane-spaced: bench/NOTES.md, narrow rows in lane-spaced runs).
         return set(in.result, default_layout(t, warps_));
+      }
       case ir::Family::axis_reduction: {
         const ir::ValueId x = in.args[0];
         const TileLayout2 from = in_registers(x) ? home(x).layout : default_layout(fn_.values[x], warps_);

@@ -74,6 +74,28 @@ TileLayout2 blocked_layout(int rank, std::array<int, 2> dims, int vector, int wa
   return l;
 }
 
+TileLayout2 thread_lines_layout(std::array<int, 2> dims, int axis, int warps) {
+  TileLayout2 l;
+  l.rank = 2;
+  l.dims = dims;
+  auto bit = [](int ax, int b) { return ax == 0 ? Basis{1 << b, 0} : Basis{0, 1 << b}; };
+  const int other = 1 - axis;
+  // Bits of the line each thread holds: all of them where the other axis has a thread for each line,
+  // else as many as leave every thread distinct elements (the line's high bits then go to the lowest lanes).
+  const int threads_bits = 5 + log2i(warps), axis_bits = log2i(dims[axis]), other_bits = log2i(dims[other]);
+  const int in_thread = std::min(axis_bits, std::max(0, axis_bits + other_bits - threads_bits));
+  int a = 0, b = 0;
+  for (; a < in_thread; ++a) l.reg.push_back(bit(axis, a));
+  auto take = [&] {
+    if (a < axis_bits) return bit(axis, a++);
+    return b < other_bits ? bit(other, b++) : Basis{0, 0};
+  };
+  for (int k = 0; k < 5; ++k) l.lane.push_back(take());
+  for (int k = 0; k < log2i(warps); ++k) l.warp.push_back(take());
+  while (a < axis_bits || b < other_bits) l.reg.push_back(take());
+  return l;
+}
+
 TileLayout2 mma_layout(int m, int n, int warps_m, int warps_n, int warps) {
   if (warps_m * warps_n != warps || m % (16 * warps_m) != 0 || n % (8 * warps_n) != 0)
     throw std::invalid_argument("tilefuse: no tensor-core layout of a " + std::to_string(m) + "x" + std::to_string(n) +

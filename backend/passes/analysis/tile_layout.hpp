@@ -51,6 +51,13 @@ struct TileLayout2 {
 /// lanes (its reductions cost the same shuffles).
 TileLayout2 blocked_layout(int rank, std::array<int, 2> dims, int vector, int warps, int run = 0);
 
+/// A layout of a 2D tile in which each thread holds whole lines along `axis`: every coordinate bit of
+/// that axis in registers, the lanes then the warps along the other axis (the rest of it in registers
+/// too). A reduction along `axis` then stays within each thread: no shuffles, no shared memory. Meant
+/// for tiles gathered from a stage, whose accesses need not be coalesced; the other axis should have at
+/// least a lane and warp for each of its coordinates (else lanes hold copies).
+TileLayout2 thread_lines_layout(std::array<int, 2> dims, int axis, int warps);
+
 /// The layout of a dot's [m, n] f32 result on tensor cores (mma.sync m16n8k16 accumulator fragments):
 /// warps_m * warps_n == warps; each warp holds (m / warps_m) x (n / warps_n); element e of a thread is
 /// ((mi * NI + ni) * 2 + h) * 2 + j: row mi * 16 + lane / 4 + 8 h, column ni * 8 + 2 (lane % 4) + j.
