@@ -167,7 +167,7 @@ inline constexpr std::int64_t kThreadRowBytes = 8192 / 128;
 /// (`column_operands` false: the softmax), rows whose tile has a thread per row (kThreadRowBytes): the
 /// tile gathered from the stage then holds whole rows per thread (passes: thread_lines_layout), no lanes
 /// on padding and no shuffles. Half rows measured slower staged otherwise (H200 sweep, bench/NOTES.md
-/// "Narrow rows through shared memory", "Rows whole in a thread").
+/// "Narrow rows through shared memory", "The reciprocal of a row, and rows whole in a thread").
 bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes, bool column_operands);
 
 /// The narrow-row kernels' shape: four warps (a program holds 8 KB of rows, kRowsPerProgram).
