@@ -1,7 +1,8 @@
 // Homes of the values of a program with 2D tiles: where each lives and in which layout. A dot's result
 // takes the tensor-core accumulator layout; a load that only feeds dot operands goes straight to shared
 // memory; other loads take the blocked layout of 16-byte runs, or of shorter runs spaced by lanes where
-// the access is not provably aligned (a row of odd width), and gathers from stages 16-byte runs;
+// the access is not provably aligned (a row of odd width); gathers from stages take 16-byte runs, or,
+// for a 2D gather reduced along one axis, whole lines along it in each thread (thread_lines_layout);
 // arithmetic takes its operands' layout (the tensor-core one first); reductions along an axis take the
 // slice of their operand's layout; loop values take what their iterations give (to a fixpoint). Pure
 // arithmetic on indices, constants and broadcasts is lazy: it is computed where it is used, in the
@@ -216,8 +217,9 @@ class TilePlanner {
         if (forced_[in.result]) return set(in.result, *forced_[in.result]);
         return set(in.result, access_layout(t, provable_run(a_.axis[in.args[0]], layout_bytes(t)), warps_));
       case ir::Family::stage: {
-        // A 2D gather reduced along one axis, with a thread for each line along the other: whole lines
-        // in each thread, so that the reductions need no shuffles (a stage read need not coalesce).
+        // A 2D gather reduced along one axis, with an element for each thread: as much of each line in
+        // one thread as the threads allow, so that the reductions need few shuffles or none (a stage
+        // read need not coalesce).
         if (const int axis = reduced_axis(in.result); t.rank == 2 && axis >= 0 && t.dims[0] * t.dims[1] >= 32 * warps_)
           return set(in.result, thread_lines_layout({static_cast<int>(t.dims[0]), static_cast<int>(t.dims[1])}, axis, warps_));
         // Otherwise the blocked layout, like a global load (gathers of odd rows in 16-byte runs measured

@@ -51,11 +51,13 @@ struct TileLayout2 {
 /// lanes (its reductions cost the same shuffles).
 TileLayout2 blocked_layout(int rank, std::array<int, 2> dims, int vector, int warps, int run = 0);
 
-/// A layout of a 2D tile in which each thread holds whole lines along `axis`: every coordinate bit of
-/// that axis in registers, the lanes then the warps along the other axis (the rest of it in registers
-/// too). A reduction along `axis` then stays within each thread: no shuffles, no shared memory. Meant
-/// for tiles gathered from a stage, whose accesses need not be coalesced; the other axis should have at
-/// least a lane and warp for each of its coordinates (else lanes hold copies).
+/// A layout of a 2D tile in which each thread holds whole lines along `axis`, or as much of one as leaves
+/// every thread elements of its own: the axis's low coordinate bits in registers, its remaining bits on
+/// the lowest lanes, then the other axis over the lanes and warps (the rest of it in registers). Where
+/// the other axis has a thread for each line, a reduction along `axis` stays within each thread (no
+/// shuffles); else it takes one shuffle per bit of the line on the lanes. Meant for tiles gathered from
+/// a stage, whose accesses need not be coalesced; a tile of fewer elements than threads leaves lanes
+/// holding copies.
 TileLayout2 thread_lines_layout(std::array<int, 2> dims, int axis, int warps);
 
 /// The layout of a dot's [m, n] f32 result on tensor cores (mma.sync m16n8k16 accumulator fragments):
