@@ -47,11 +47,8 @@ class Simplify : public Rewriter {
     // Float division by a value uniform across the tile: one exact reciprocal per program, then a multiply
     // per element (within 1.5 ulp of the quotient; a division per element costs several instructions).
     if (in.op == ir::Op::div && type && type->rank > 0 && ir::is_float(type->dtype) && def(in.args[1]).op == ir::Op::splat) {
-      const ir::ValueType st = type->scalar();
-      const ir::ValueId one = add(new_instr(ir::Op::constant, {}, ir::attr::Constant{1.0}), st);
-      const ir::ValueId recip = add(new_instr(ir::Op::div, {one, def(in.args[1]).arg0}), st);
       in.op = ir::Op::mul;
-      in.args[1] = add(new_instr(ir::Op::splat, {recip}), *type);
+      in.args[1] = add(new_instr(ir::Op::splat, {reciprocal(def(in.args[1]).arg0)}), *type);
     }
     // Float division by a row's (or column's) value broadcast over a 2D tile, x / v(all, none): one
     // reciprocal per element of v, expanded and broadcast as v was, then a multiply per element of x (the
@@ -62,10 +59,7 @@ class Simplify : public Rewriter {
       const ir::ValueId v = def(expanded).arg0;
       const ir::ValueType v_type = output().values[v], expanded_type = output().values[expanded];
       if (v_type.rank == 1 && v_type.dtype == type->dtype) {
-        const ir::ValueId one = add(new_instr(ir::Op::constant, {}, ir::attr::Constant{1.0}), type->scalar());
-        const ir::ValueId ones = add(new_instr(ir::Op::splat, {one}), v_type);
-        const ir::ValueId recip = add(new_instr(ir::Op::div, {ones, v}), v_type);
-        const ir::ValueId recip_expanded = add(new_instr(ir::Op::expand, {recip}, def(expanded).attr), expanded_type);
+        const ir::ValueId recip_expanded = add(new_instr(ir::Op::expand, {reciprocal(v)}, def(expanded).attr), expanded_type);
         in.op = ir::Op::mul;
         in.args[1] = add(new_instr(ir::Op::broadcast, {recip_expanded}), *type);
       }
@@ -134,6 +128,14 @@ class Simplify : public Rewriter {
     const ir::ValueId id = emit(std::move(in), type);
     record(id, copy);
     return id;
+  }
+  // 1 / v in v's own type (a scalar, or a tile divided element by element): what the divisions above
+  // turn into, once per element of the divisor before it is splat or broadcast.
+  ir::ValueId reciprocal(ir::ValueId v) {
+    const ir::ValueType t = output().values[v];
+    ir::ValueId one = add(new_instr(ir::Op::constant, {}, ir::attr::Constant{1.0}), t.scalar());
+    if (t.rank > 0) one = add(new_instr(ir::Op::splat, {one}), t);
+    return add(new_instr(ir::Op::div, {one, v}), t);
   }
   void record(ir::ValueId id, const ir::Instr& in) {
     if (defs_.size() <= static_cast<std::size_t>(id)) defs_.resize(id + 1);
