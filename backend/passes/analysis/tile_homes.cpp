@@ -220,8 +220,9 @@ class TilePlanner {
         // A 2D gather reduced along one axis, with an element for each thread: as much of each line in
         // one thread as the threads allow, so that the reductions need few shuffles or none (a stage
         // read need not coalesce).
-        if (const int axis = reduced_axis(in.result); t.rank == 2 && axis >= 0 && t.dims[0] * t.dims[1] >= 32 * warps_)
-          return set(in.result, thread_lines_layout({static_cast<int>(t.dims[0]), static_cast<int>(t.dims[1])}, axis, warps_));
+        if (t.rank == 2 && t.dims[0] * t.dims[1] >= 32 * warps_)
+          if (const int axis = reduced_axis(in.result); axis >= 0)
+            return set(in.result, thread_lines_layout({static_cast<int>(t.dims[0]), static_cast<int>(t.dims[1])}, axis, warps_));
         // Otherwise the blocked layout, like a global load (gathers of odd rows in 16-byte runs measured
         // faster than lane-spaced: bench/NOTES.md, narrow rows in lane-spaced runs).
         return set(in.result, default_layout(t, warps_));
