@@ -59,7 +59,11 @@ class Simplify : public Rewriter {
       const ir::ValueId v = def(expanded).arg0;
       const ir::ValueType v_type = output().values[v], expanded_type = output().values[expanded];
       if (v_type.rank == 1 && v_type.dtype == type->dtype) {
-        const ir::ValueId recip_expanded = add(new_instr(ir::Op::expand, {reciprocal(v)}, def(expanded).attr), expanded_type);
+        // (The expand's axis is copied before reciprocal() adds instructions: def() refers into defs_,
+        // which adding may grow.)
+        const ir::Attribute axis = def(expanded).attr;
+        const ir::ValueId recip = reciprocal(v);
+        const ir::ValueId recip_expanded = add(new_instr(ir::Op::expand, {recip}, axis), expanded_type);
         in.op = ir::Op::mul;
         in.args[1] = add(new_instr(ir::Op::broadcast, {recip_expanded}), *type);
       }
