@@ -275,6 +275,19 @@ bool TileEmitter::packed_by_dot(ir::ValueId id) const {
   return true;
 }
 
+bool TileEmitter::moved_as_words(ir::ValueId id) const {
+  const ir::ValueType& t = fn_.values[id];
+  if (t.rank == 0 || (t.dtype != ir::DType::f16 && t.dtype != ir::DType::bf16) || users_[id].size() != 1) return false;
+  const ir::Instr* d = defs_[id];
+  if (!d || (d->op != Op::load && d->op != Op::stage_gather) || a_.home[id].where != Where::registers) return false;
+  const ir::Instr& u = *users_[id][0];
+  if (u.op == Op::store) return u.args[1] == id && u.args[0] != id && (u.args.size() < 3 || u.args[2] != id);
+  if (u.op == Op::stage_scatter)
+    return u.args[1] == id && u.args[0] != id && (u.args.size() < 3 || u.args[2] != id) &&
+           fn_.stages.at(u.as<ir::attr::StageRef>().stage).dtype == t.dtype;
+  return false;
+}
+
 std::string TileEmitter::v(ir::ValueId id) const {
   std::string name = "v";  // (appending: GCC 12 warns falsely about "v" + std::to_string)
   name += std::to_string(id);

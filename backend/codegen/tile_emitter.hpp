@@ -224,6 +224,10 @@ class TileEmitter {
   /// A cast of a tensor-core result to f16/bf16 whose only uses are dots' A operands: never materialized,
   /// the dots pack the f32 values straight into fragments (the packing rounds the same way).
   bool packed_by_dot(ir::ValueId id) const;
+  /// A half tile (f16, bf16) loaded or gathered only to be written unchanged by one store or stage
+  /// scatter of its dtype (StagedRows' runs into and out of a stage): held as its storage words, with no
+  /// widening on the way in and no rounding on the way out.
+  bool moved_as_words(ir::ValueId id) const;
   std::vector<passes::TileLayout2> layouts_;
   std::vector<std::map<std::string, std::string>> memo_;  // scope stack: "value@layout" -> name
   std::map<ir::ValueId, View> views_;           // values in shared memory

@@ -476,6 +476,13 @@ TEST(RowsAlignment, StagedRowsAreWholeInAThreadWhereNothingIsBroadcastAlongThem)
   std::string src = p->cuda_source(odd_rows(*p));
   EXPECT_NE(src.find("[128x32] reg(0,1)(0,2)(0,4)(0,8)(0,16) lane(1,0)(2,0)(4,0)(8,0)(16,0) warp(32,0)(64,0)"), std::string::npos) << src;
   EXPECT_EQ(occurrences(src, "__shfl"), 0u) << src;
+  // The run moves through the stage as storage words (no widening and rounding of what only passes
+  // through), and the result's cast leaves its rounding to the stage's scatter.
+  EXPECT_EQ(occurrences(src, "storage words, stored as read"), 2u) << src;
+  EXPECT_EQ(occurrences(src, "/* rounded by its stores */"), 1u) << src;
+  const auto info = p->compile(odd_rows(*p), "sm_90");
+  EXPECT_GT(info.sass_instructions, 0);
+  EXPECT_LT(info.sass_instructions, 1450) << "1560 with the run widened and rounded on its way through the stage";
   EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 17, opt).at(0)->name(), "softmax_staged_rows_128x32");
   EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 47, opt).at(0)->name(), "softmax_rows_64x64");
   const Program* f = kernels::softmax_programs(RowVariant::one_program, ir::DType::f32, 19, opt).at(0);
