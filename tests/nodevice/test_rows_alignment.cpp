@@ -386,6 +386,14 @@ TEST(RowsAlignment, PackedOddRowsPutNeighbouringLanesOnNeighbouringElements) {
   const std::string aligned = whole->cuda_source(whole->default_specialization());
   EXPECT_NE(aligned.find("reg(0,1)(0,2)(0,4)"), std::string::npos) << aligned;
   EXPECT_EQ(occurrences(aligned, "tf_load_vec<tf_u16, 8>"), 1u) << aligned;
+  // Tiles narrower than a vector per lane of a row (32 columns of halves: four lanes a row after a thread's
+  // vector) still put a vector's worth of lanes on neighbouring columns, so that a warp's access covers 16
+  // contiguous bytes of each row it touches, not 8; the thread's other columns go as far as the row does.
+  const Program* narrow = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 25, packed(false)).at(0);
+  EXPECT_EQ(narrow->name(), "layernorm_rows_128x32");
+  const std::string narrow_src = narrow->cuda_source(odd_rows(*narrow));
+  EXPECT_NE(narrow_src.find("[128x32] reg(0,8)(0,16)(16,0)(32,0)(64,0) lane(0,1)(0,2)(0,4)(1,0)(2,0) warp(4,0)(8,0)"), std::string::npos)
+      << narrow_src;
   for (std::int64_t cols : {3, 25, 47, 65, 155, 249}) {
     const auto seed = std::random_device{}();
     SCOPED_TRACE("softmax " + std::to_string(cols) + " columns, seed " + std::to_string(seed));

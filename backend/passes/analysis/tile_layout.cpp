@@ -59,18 +59,18 @@ TileLayout2 blocked_layout(int rank, std::array<int, 2> dims, int vector, int wa
   std::size_t next = 0;
   auto take = [&] { return next < bits.size() ? bits[next++] : Basis{0, 0}; };
   const int last_dim = rank == 1 ? dims[0] : dims[1];
-  for (int v = 1; v < std::min(vector, last_dim); v *= 2) l.reg.push_back(take());
-  for (int k = 0; k < 5; ++k) l.lane.push_back(take());
+  const int vector_bits = log2i(std::min(vector, last_dim)), last_bits = log2i(last_dim);
+  // Shorter runs: a thread's run, then the lanes on the neighbouring runs of a vector (a warp's access
+  // covers whole vectors of a row, as vector accesses would), then the rest of the thread's vector as far
+  // as the last dimension goes, then the other lanes. Without, the vector, then the lanes.
+  const int run_bits = run > 0 ? std::min(log2i(run), vector_bits) : vector_bits;
+  const int spread = vector_bits - run_bits;
+  for (int k = 0; k < run_bits; ++k) l.reg.push_back(take());
+  for (int k = 0; k < spread; ++k) l.lane.push_back(take());
+  for (int k = 0; k < std::min(spread, last_bits - vector_bits); ++k) l.reg.push_back(take());
+  while (l.lane.size() < 5) l.lane.push_back(take());
   for (int k = 0; k < log2i(warps); ++k) l.warp.push_back(take());
-  const std::size_t vector_bits = l.reg.size();
   while (next < bits.size()) l.reg.push_back(take());
-  // Shorter runs: the vector's bits above the run's trade places with the lowest lane bits, as far as
-  // those lie along the last dimension.
-  const int last = rank - 1;
-  for (std::size_t k = run > 0 ? static_cast<std::size_t>(log2i(run)) : vector_bits, i = 0; k < vector_bits; ++k, ++i) {
-    if (i >= l.lane.size() || l.lane[i][last] == 0 || l.lane[i][1 - last] != 0) break;
-    std::swap(l.reg[k], l.lane[i]);
-  }
   return l;
 }
 
