@@ -31,7 +31,7 @@ void staged(const RowCall& call, const Args& a) {
   const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
   with_float_dtype(a.x.dtype, [&]<class T>() {
     with_stage(plan.stage_cols, [&]<int STAGE>() {
-      KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), 4);
+      KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), staged_warps_rule(plan.peel));
       shape.cluster = static_cast<int>(plan.split.splits);
       launch(call, staged_program<T, STAGE>("layernorm_staged", plan, shape), Grid(call.rows * plan.split.splits),
              std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, chunk, splits, Arg::of_f32(a.eps), i32(0)});

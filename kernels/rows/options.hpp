@@ -24,7 +24,8 @@ struct Tuning {
   /// kernels; the rule is none for row kernels, 1536 for the cluster softmax, what the stages allow for
   /// staged kernels.
   std::optional<int> resident_threads;
-  /// Warps per staged program (a power of two, 1 to 32); the rule is 2 for softmax, 4 for LayerNorm.
+  /// Warps per staged program (a power of two, 1 to 32); the rule (staged_warps_rule) is 2 for rows that
+  /// are whole vectors, 4 for rows copied through windows.
   std::optional<int> staged_warps;
   /// The most shared memory one program of softmax_staged takes, which sets how many programs split a row
   /// (8192 to 131072 bytes); the rule is 32768.

@@ -115,6 +115,8 @@ KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t p
 
 std::int64_t stages_per_sm(std::int64_t stage_bytes) { return (228 * 1024) / (stage_bytes + 1024); }
 
+int staged_warps_rule(bool peel) { return peel ? 4 : 2; }
+
 KernelShape staged_shape(const Tuning& tuning, std::int64_t stage_bytes, int warps_rule) {
   const int warps = tuning.staged_warps.value_or(warps_rule);
   const int rule = static_cast<int>(std::min<std::int64_t>(2048, stages_per_sm(stage_bytes) * 32 * warps));

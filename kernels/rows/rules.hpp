@@ -63,6 +63,12 @@ KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t p
 /// limit.
 KernelShape staged_shape(const Tuning& tuning, std::int64_t stage_bytes, int warps_rule);
 
+/// Warps of a staged program (the rule staged_shape takes; Tuning::staged_warps overrides it): 2 for rows
+/// that are whole vectors, 4 for rows copied through windows (`peel`), whose copy and passes spend more
+/// instructions per element at both ends of each chunk. Measured for both families by forcing 2, 4 and 8
+/// over the sweep's staged rows (bench/NOTES.md, staged warps).
+int staged_warps_rule(bool peel);
+
 /// Programs whose stages take `stage_bytes` each that the H100/H200's 228 KB of shared memory holds on one
 /// SM (each block also takes 1 KB of the driver's): what staged_shape asks ptxas to fit.
 std::int64_t stages_per_sm(std::int64_t stage_bytes);

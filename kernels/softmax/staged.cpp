@@ -29,8 +29,7 @@ void staged(const RowCall& call, const Args& a) {
   const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
   with_float_dtype(a.in.dtype, [&]<class T>() {
     with_stage(plan.stage_cols, [&]<int STAGE>() {
-      // Two warps per program (measured against one, four and eight: bench/NOTES.md, staged softmax).
-      KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), 2);
+      KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), staged_warps_rule(plan.peel));
       shape.cluster = static_cast<int>(plan.split.splits);
       launch(call, staged_program<T, STAGE>("softmax_staged", plan, shape), Grid(call.rows * plan.split.splits),
              std::array{a.in, a.out, n, n, chunk, splits, i32(0)});

@@ -531,6 +531,9 @@ TEST(RowsAlignment, StagedRowsOfEveryAlignment) {
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::staged, ir::DType::f32, 8192, interpreter(true)).at(0)->name(), "layernorm_staged1_8192");
   const Program* p = kernels::softmax_programs(RowVariant::staged, ir::DType::f16, 44547, interpreter(true)).at(0);
   EXPECT_EQ(p->name(), "softmax_staged3_16384_peeled");
+  // Rows copied through windows take four warps, whole vectors two (staged_warps_rule).
+  EXPECT_EQ(p->num_warps(), 4);
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::staged, ir::DType::f16, 44544, interpreter(true)).at(0)->num_warps(), 2);
   const std::string src = p->cuda_source(odd_rows(*p));
   // Every pass is three loops (for_row_pieces): the piece with the row's head, the whole pieces, the
   // ragged last piece. Whole runs: 16-byte asynchronous copies, stage reads and stores.
@@ -538,6 +541,6 @@ TEST(RowsAlignment, StagedRowsOfEveryAlignment) {
   EXPECT_EQ(occurrences(src, "tf_load_vec<unsigned, 4>(reinterpret_cast<const unsigned*>(tf_stage0"), 9u) << src;  // three passes
   EXPECT_EQ(occurrences(src, "tf_store_vec<unsigned, 4"), 3u) << src;
   // The whole pieces go unmasked and untested: no mask per run, no stage bounds test.
-  EXPECT_NE(src.find("for (int e0 = 0; e0 < 32; e0 += 8) tf_copy_async<16>("), std::string::npos) << src;
+  EXPECT_NE(src.find("for (int e0 = 0; e0 < 16; e0 += 8) tf_copy_async<16>("), std::string::npos) << src;
   EXPECT_EQ(occurrences(src, "16384u"), 0u) << src;
 }
