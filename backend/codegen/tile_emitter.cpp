@@ -280,12 +280,26 @@ bool TileEmitter::moved_as_words(ir::ValueId id) const {
   if (t.rank == 0 || (t.dtype != ir::DType::f16 && t.dtype != ir::DType::bf16) || users_[id].size() != 1) return false;
   const ir::Instr* d = defs_[id];
   if (!d || (d->op != Op::load && d->op != Op::stage_gather) || a_.home[id].where != Where::registers) return false;
+  // Its one use is the value operand (not the pointer, offsets or mask) of a store, which writes its own
+  // dtype, or of a scatter to a stage of its dtype.
   const ir::Instr& u = *users_[id][0];
-  if (u.op == Op::store) return u.args[1] == id && u.args[0] != id && (u.args.size() < 3 || u.args[2] != id);
-  if (u.op == Op::stage_scatter)
-    return u.args[1] == id && u.args[0] != id && (u.args.size() < 3 || u.args[2] != id) &&
-           fn_.stages.at(u.as<ir::attr::StageRef>().stage).dtype == t.dtype;
-  return false;
+  if (u.op != Op::store && u.op != Op::stage_scatter) return false;
+  if (u.args[1] != id || u.args[0] == id || (u.args.size() > 2 && u.args[2] == id)) return false;
+  return u.op == Op::store || fn_.stages.at(u.as<ir::attr::StageRef>().stage).dtype == t.dtype;
+}
+
+std::string TileEmitter::word_of(ir::ValueId value, ir::DType dtype, const std::string& element) const {
+  return moved_as_words(value) ? element : text::to_storage(dtype, element);
+}
+
+std::string TileEmitter::declare_loaded(ir::ValueId result, int per_thread) const {
+  const bool words = moved_as_words(result);
+  return (words ? text::storage_type(fn_.values[result].dtype) : reg_type(result)) + " " + v(result) + "[" + std::to_string(per_thread) +
+         "];" + (words ? "  // storage words, stored as read" : "");
+}
+
+std::string TileEmitter::kept_of(ir::ValueId result, ir::DType dtype, const std::string& word) const {
+  return moved_as_words(result) ? word : text::from_storage(dtype, word);
 }
 
 std::string TileEmitter::v(ir::ValueId id) const {

@@ -228,6 +228,13 @@ class TileEmitter {
   /// scatter of its dtype (StagedRows' runs into and out of a stage): held as its storage words, with no
   /// widening on the way in and no rounding on the way out.
   bool moved_as_words(ir::ValueId id) const;
+  /// `element` (of `value`'s registers) as the storage word a store or scatter of `dtype` writes: the
+  /// element itself where the value is moved as words, else its rounding.
+  std::string word_of(ir::ValueId value, ir::DType dtype, const std::string& element) const;
+  /// The registers of a load or gather's `result` and what they keep of the storage word `word` read: the
+  /// word where the result is moved as words, else its widening.
+  std::string declare_loaded(ir::ValueId result, int per_thread) const;
+  std::string kept_of(ir::ValueId result, ir::DType dtype, const std::string& word) const;
   std::vector<passes::TileLayout2> layouts_;
   std::vector<std::map<std::string, std::string>> memo_;  // scope stack: "value@layout" -> name
   std::map<ir::ValueId, View> views_;           // values in shared memory

@@ -76,22 +76,20 @@ void TileEmitter::stage_indexed(const ir::Instr& in) {
     os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
     os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << "{\n";
     os_ << "      " << S << " tf_w[" << W << "];\n";
-    const std::string word = moved_as_words(tile) ? x + "[e0 + k]" : text::to_storage(st.dtype, x + "[e0 + k]");
-    os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) tf_w[k] = " << word << ";\n";
+    os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) tf_w[k] = " << word_of(tile, st.dtype, x + "[e0 + k]") << ";\n";
     if (W == 1) os_ << "      " << base << "[" << off << "[e0]] = tf_w[0];\n";
     else os_ << "      tf_store_vec<" << S << ", " << W << ">(" << base << " + " << off << "[e0], tf_w);\n";
     os_ << "    }\n  }\n";
     return;
   }
   const std::string r = v(in.result);
-  const bool words = moved_as_words(in.result);
   std::string other = mask >= 0 ? at(in.args[2], l, "e0 + k") : text::literal(st.dtype, 0);
-  if (words) other = text::to_storage(st.dtype, other);
-  os_ << "  " << (words ? S : reg_type(in.result)) << " " << r << "[" << l.per_thread() << "];" << (words ? "  // storage words, stored as read" : "") << "\n";
+  if (moved_as_words(in.result)) other = text::to_storage(st.dtype, other);
+  os_ << "  " << declare_loaded(in.result, l.per_thread()) << "\n";
   os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
   os_ << "    " << S << " tf_w[" << W << "];\n";
   os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << read << ";\n";
-  const std::string value = words ? "tf_w[k]" : text::from_storage(st.dtype, "tf_w[k]");
+  const std::string value = kept_of(in.result, st.dtype, "tf_w[k]");
   os_ << "#pragma unroll\n    for (int k = 0; k < " << W << "; ++k) " << r << "[e0 + k] = " << (cond.empty() ? value : "(" + cond + ") ? " + value + " : " + other)
       << ";\n  }\n";
 }
@@ -107,12 +105,11 @@ void TileEmitter::load(const ir::Instr& in) {
   const std::string S = text::storage_type(t.dtype), p = get(in.args[0], l);
   const std::string cond = masked ? at(in.args[1], l, "e0") : "";
   const std::string lane = masked ? at(in.args[1], l, "e0 + k") : "";
-  const bool words = moved_as_words(in.result);
   std::string other = masked ? at(in.args[2], l, "e0 + k") : text::literal(t.dtype, 0);
-  if (words) other = text::to_storage(t.dtype, other);
+  if (moved_as_words(in.result)) other = text::to_storage(t.dtype, other);
   const std::string r = v(in.result);
   const int hint = hint_of(in, t.dtype);
-  os_ << "  " << (words ? S : reg_type(in.result)) << " " << r << "[" << l.per_thread() << "];" << (words ? "  // storage words, stored as read" : "") << "\n";
+  os_ << "  " << declare_loaded(in.result, l.per_thread()) << "\n";
   os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
   os_ << "    " << S << " tf_w[" << W << "];\n";
   const std::string addr = bounds_.checked(p + "[e0]", in, in.args[0], W);
@@ -129,12 +126,12 @@ void TileEmitter::load(const ir::Instr& in) {
     // (a branch around the load and a select after the widening cost about 4 instructions more).
     const std::string load = hint ? "tf_ld<" + std::to_string(hint) + ", " + S + ">(" + addr + ")" : "*" + addr;
     os_ << "    tf_w[0] = " << cond << " ? " << load << " : " << text::to_storage(t.dtype, at(in.args[2], l, "e0")) << ";\n";
-    os_ << "    " << r << "[e0] = " << (words ? "tf_w[0]" : text::from_storage(t.dtype, "tf_w[0]")) << ";\n  }\n";
+    os_ << "    " << r << "[e0] = " << kept_of(in.result, t.dtype, "tf_w[0]") << ";\n  }\n";
     return;
   } else {
     os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << read << ";\n";
   }
-  const std::string value = words ? "tf_w[k]" : text::from_storage(t.dtype, "tf_w[k]");
+  const std::string value = kept_of(in.result, t.dtype, "tf_w[k]");
   const std::string test = lanes ? lane : cond;
   os_ << "#pragma unroll\n    for (int k = 0; k < " << W << "; ++k) " << r << "[e0 + k] = "
       << (test.empty() ? value : test + " ? " + value + " : " + other) << ";\n  }\n";
@@ -162,9 +159,7 @@ void TileEmitter::store(const ir::Instr& in) {
   os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
   os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << "{\n";
   os_ << "      " << S << " tf_w[" << W << "];\n";
-  const bool words = moved_as_words(value);
-  auto word = [&](const std::string& e) { return words ? x + "[" + e + "]" : text::to_storage(t.dtype, x + "[" + e + "]"); };
-  os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) tf_w[k] = " << word("e0 + k") << ";\n";
+  os_ << "#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) tf_w[k] = " << word_of(value, t.dtype, x + "[e0 + k]") << ";\n";
   const std::string addr = bounds_.checked(p + "[e0]", in, in.args[0], W);
   if (W == 1)
     os_ << "      " << (hint ? "tf_st<" + std::to_string(hint) + ", " + S + ">(" + addr + ", tf_w[0])" : "*" + addr + " = tf_w[0]") << ";\n";
@@ -173,7 +168,8 @@ void TileEmitter::store(const ir::Instr& in) {
   if (lanes) {
     const std::string one = bounds_.checked(p + "[e0 + k]", in, in.args[0], 1);
     os_ << "    } else {\n#pragma unroll\n      for (int k = 0; k < " << W << "; ++k)\n        if (" << at(in.args[2], l, "e0 + k") << ") "
-        << (hint ? "tf_st<" + std::to_string(hint) + ", " + S + ">(" + one + ", " + word("e0 + k") + ")" : "*" + one + " = " + word("e0 + k"))
+        << (hint ? "tf_st<" + std::to_string(hint) + ", " + S + ">(" + one + ", " + word_of(value, t.dtype, x + "[e0 + k]") + ")"
+                 : "*" + one + " = " + word_of(value, t.dtype, x + "[e0 + k]"))
         << ";\n";
   }
   os_ << "    }\n  }\n";
