@@ -1,6 +1,6 @@
 // The DSL's functions on tiles: program geometry (program_id, num_programs, arange, scalar, full),
-// elementwise math, random numbers, minimum/maximum, where, casts, and reductions over a tile or across a
-// thread-block cluster. Each appends IR through the tracing helpers of tile.hpp.
+// elementwise math, random numbers, minimum/maximum, where, casts, reductions over a tile or across a
+// thread-block cluster, and the ordering of a launch against its stream's neighbours (gdc_wait). Each appends IR through the tracing helpers of tile.hpp.
 #pragma once
 
 #include <source_location>
@@ -156,6 +156,26 @@ inline Scalar<f32> cluster_max(const Scalar<f32>& x, const std::source_location&
 inline Scalar<f32> cluster_sum(const Scalar<f32>& x, const std::source_location& loc = std::source_location::current()) {
   const ir::ValueType type = Scalar<f32>::type();
   return Scalar<f32>(detail::emit(ir::Op::cluster_sum, &type, {x.id()}, {}, detail::site(loc)));
+}
+
+// ---- ordering against the stream's neighbouring launches (programmatic dependent launch) ----
+
+/// Waits until the kernel launched before this one on the stream has finished and its writes are
+/// visible (Triton's gdc_wait). Only a launch with LaunchConfig::pdl may start before that kernel ends;
+/// its program must reach gdc_wait before it reads anything the earlier kernel writes or writes
+/// anything it reads. Everything the program does before gdc_wait overlaps the earlier kernel's last
+/// programs. A no-op on a launch without pdl, before sm_90, and in the interpreter.
+inline void gdc_wait(const std::source_location& loc = std::source_location::current()) {
+  detail::emit(ir::Op::gdc_wait, nullptr, {}, {}, detail::site(loc));
+}
+
+/// Lets the kernel launched after this one on the stream with LaunchConfig::pdl start its programs
+/// once every program of this one has reached this point (Triton's gdc_launch_dependents); without it,
+/// they start as this kernel's programs finish. Those programs still wait at their gdc_wait for this
+/// kernel to end, so calling it early is safe: it only lets the next kernel fill the SMs this one's
+/// last programs leave idle. A no-op where gdc_wait is.
+inline void gdc_launch_dependents(const std::source_location& loc = std::source_location::current()) {
+  detail::emit(ir::Op::gdc_launch_dependents, nullptr, {}, {}, detail::site(loc));
 }
 
 }  // namespace tilefuse::tl

@@ -33,6 +33,7 @@ std::string Emitter::run() {
   if (cluster) os_ << prelude::cluster << "\n";
   if (opt_.resident_groups) os_ << prelude::group << "\n";
   if (any_of_ops(fn_.body, [](Op op) { return op == Op::stage_copy; })) os_ << prelude::copy << "\n";
+  if (any_of_ops(fn_.body, ir::is_grid_order)) os_ << prelude::grid << "\n";
   if (bounds_.on()) os_ << prelude::bounds << "\n" << bounds_.declarations();
   signature();
   frame();
@@ -112,6 +113,7 @@ void Emitter::instr(const ir::Instr& in) {
     case ir::Family::shape:
     case ir::Family::axis_reduction:
     case ir::Family::dot: break;  // 2D tiles: TileEmitter
+    case ir::Family::grid: os_ << "  " << text::grid_order(in.op) << "\n"; return;
   }
 }
 

@@ -20,6 +20,8 @@ extern const char* const mma;
 extern const char* const wgmma;
 /// Kernels whose pipelined loads are TMA copies (sm_90): the tensor map type, mbarriers, the bulk copy.
 extern const char* const tma;
+/// Kernels that order themselves against their stream's neighbours: griddepcontrol wait and launch.
+extern const char* const grid;
 /// Kernels compiled with bounds checks (TILEFUSE_DEBUG_BOUNDS=1): the check and its fault record.
 extern const char* const bounds;
 

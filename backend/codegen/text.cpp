@@ -111,4 +111,6 @@ std::string cast(DType from, DType to, const std::string& x) {
   return to == DType::i32 ? "(int)" + x : "(long long)" + x;
 }
 
+std::string grid_order(ir::Op op) { return op == ir::Op::gdc_wait ? "tf_gdc_wait();" : "tf_gdc_launch_dependents();"; }
+
 }  // namespace tilefuse::codegen::text

@@ -24,6 +24,8 @@ std::string rounded(ir::DType t, const std::string& x);
 std::string literal(ir::DType t, double v);
 /// `s` as a C identifier (other characters become '_').
 std::string identifier(const std::string& s);
+/// The statement of a grid-ordering op (gdc_wait, gdc_launch_dependents): a call of prelude/grid.cuh.
+std::string grid_order(ir::Op op);
 /// `x` converted from dtype `from` to dtype `to` (floats are floats in registers, halves rounded).
 std::string cast(ir::DType from, ir::DType to, const std::string& x);
 

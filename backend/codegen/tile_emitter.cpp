@@ -66,6 +66,7 @@ std::string TileEmitter::run() {
     out << "\n";
   }
   if (!tensor_maps_.empty()) out << prelude::tma << "\n";
+  if (any_of_ops(fn_.body, ir::is_grid_order)) out << prelude::grid << "\n";
   if (bounds_.on()) out << prelude::bounds << "\n" << bounds_.declarations();
   std::string signature = signature_text(fn_, a_, opt_);
   // The tensor maps of the TMA copies: trailing parameters, passed by value (Generated::tensor_maps).
@@ -396,6 +397,10 @@ void TileEmitter::instr(const ir::Instr& in) {
   os_ << "\n";
   if (in.op == Op::loop) return loop(in);
   if (in.op == Op::store) return store(in);
+  if (ir::is_grid_order(in.op)) {
+    os_ << "  " << text::grid_order(in.op) << "\n";
+    return;
+  }
   if (ir::is_stage_indexed(in.op)) return stage_indexed(in);
   const ir::ValueType& t = fn_.values[in.result];
   if (in.op == Op::load) return a_.home[in.result].where == Where::shared ? shared_load(in) : load(in);

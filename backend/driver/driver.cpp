@@ -50,6 +50,7 @@ struct Api {
   decltype(&::cuEventSynchronize) event_synchronize = nullptr;
   decltype(&::cuEventElapsedTime) event_elapsed_time = nullptr;
   decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;  // optional: null before CUDA 12
+  decltype(&::cuLaunchKernelEx) launch_kernel_ex = nullptr;                 // optional: null before CUDA 12
 };
 
 struct State {
@@ -190,6 +191,8 @@ State& state() {
     st.ok = driver_new_enough(lib, st.api, st.reason) && resolve_api(lib, st.api, st.reason) && start_device(st);
     // Only kernels with TMA copies need it (a driver without it runs every other kernel).
     st.api.tensor_map_encode_tiled = reinterpret_cast<decltype(st.api.tensor_map_encode_tiled)>(dlsym(lib, "cuTensorMapEncodeTiled"));
+    // Only launches that overlap the previous kernel need it (launch_overlapping falls back without).
+    st.api.launch_kernel_ex = reinterpret_cast<decltype(st.api.launch_kernel_ex)>(dlsym(lib, "cuLaunchKernelEx"));
     return st;
   }();
   return s;
@@ -278,6 +281,28 @@ void launch(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* 
   const CUresult r = api().launch_kernel(static_cast<CUfunction>(function), grid.x, grid.y, grid.z, block.x, block.y,
                                          block.z, shared_bytes, static_cast<CUstream>(stream), params, nullptr);
   if (r != CUDA_SUCCESS) check(r, "cuLaunchKernel", kernel);
+}
+
+void launch_overlapping(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params,
+                        const char* kernel) {
+  const Api& a = api();
+  if (!a.launch_kernel_ex || device().cc_major < 9) return launch(function, grid, block, shared_bytes, stream, params, kernel);
+  CUlaunchAttribute overlap{};
+  overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  overlap.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = grid.x;
+  config.gridDimY = grid.y;
+  config.gridDimZ = grid.z;
+  config.blockDimX = block.x;
+  config.blockDimY = block.y;
+  config.blockDimZ = block.z;
+  config.sharedMemBytes = shared_bytes;
+  config.hStream = static_cast<CUstream>(stream);
+  config.attrs = &overlap;
+  config.numAttrs = 1;
+  const CUresult r = a.launch_kernel_ex(&config, static_cast<CUfunction>(function), params, nullptr);
+  if (r != CUDA_SUCCESS) check(r, "cuLaunchKernelEx", kernel);
 }
 
 void launch_cooperative(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params,

@@ -86,6 +86,13 @@ struct Dim3 {
 void launch(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params,
             const char* kernel);
 
+/// Launches `function` as launch() does, with programmatic stream serialization allowed (programmatic
+/// dependent launch, sm_90 and later): it may start before the stream's previous kernel ends, its programs
+/// waiting at griddepcontrol.wait. Where the driver lacks cuLaunchKernelEx or the GPU is older than sm_90,
+/// an ordinary launch (which waits for the previous kernel). Errors name `kernel`.
+void launch_overlapping(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params,
+                        const char* kernel);
+
 /// Launches `function` cooperatively: every block of the grid is resident at once (the driver refuses a
 /// larger grid), so that blocks may wait for one another. Errors name `kernel`.
 void launch_cooperative(void* function, Dim3 grid, Dim3 block, unsigned shared_bytes, void* stream, void** params,

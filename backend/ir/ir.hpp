@@ -80,6 +80,10 @@ enum class Op : std::uint8_t {
   max_along, min_along, sum_along,  ///< attr::Axis: (2D tile) reduced along the axis to a 1D tile of the other
   trans,         ///< (2D [m, n]) -> [n, m]
   dot,           ///< (a [m, k], b [k, n] of f16 or bf16 [, acc f32 [m, n]]) -> acc + a b in f32
+  gdc_wait,      ///< waits until the stream's previous kernel has finished and its writes are visible (a
+                 ///< no-op unless this launch overlaps it: LaunchConfig::pdl); no operands, no result
+  gdc_launch_dependents,  ///< lets the stream's next kernel, launched with LaunchConfig::pdl, start its
+                          ///< programs while this one's finish; no operands, no result
 };
 
 /// How a load or store asks the caches to treat its lines (Triton's cache_modifier): `normal` as the

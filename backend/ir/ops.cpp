@@ -71,12 +71,15 @@ constexpr OpInfo kTable[] = {
     {Op::sum_along, "sum_along", 1, 1, true, true, false, A::axis, T::reduce_along, F::axis_reduction},
     {Op::trans, "trans", 1, 1, true, true, false, A::none, T::trans, F::shape},
     {Op::dot, "dot", 2, 3, true, true, false, A::none, T::dot, F::dot},
+    // Ordering against the launches before and after on the stream: never moved, merged or dropped.
+    {Op::gdc_wait, "gdc_wait", 0, 0, false, false, false, A::none, T::grid_order, F::grid},
+    {Op::gdc_launch_dependents, "gdc_launch_dependents", 0, 0, false, false, false, A::none, T::grid_order, F::grid},
 };
 
 constexpr bool table_in_op_order() {
   for (std::size_t i = 0; i < std::size(kTable); ++i)
     if (static_cast<std::size_t>(kTable[i].op) != i) return false;
-  return static_cast<std::size_t>(Op::dot) + 1 == std::size(kTable);
+  return static_cast<std::size_t>(Op::gdc_launch_dependents) + 1 == std::size(kTable);
 }
 static_assert(table_in_op_order(), "the op table lists every op once, in Op order");
 

@@ -43,6 +43,7 @@ enum class Typing : std::uint8_t {
   reduce_along,    ///< a 2D tile -> the 1D tile of its other axis, same dtype
   trans,           ///< [m, n] -> [n, m], same element type
   dot,             ///< (f16/bf16 [m, k], same dtype [k, n] [, f32 [m, n]]) -> f32 [m, n]
+  grid_order,      ///< no operands, no result
 };
 
 /// How the code generator lowers an op: one emitter file per family, as Triton splits lowering into
@@ -50,7 +51,8 @@ enum class Typing : std::uint8_t {
 enum class Family : std::uint8_t { geometry, elementwise, memory, reduction, cluster, stage, control,
                                    shape,           ///< expand, broadcast, trans: elements move between tiles
                                    axis_reduction,  ///< reductions of a 2D tile along one axis
-                                   dot };           ///< matrix products on tensor cores
+                                   dot,             ///< matrix products on tensor cores
+                                   grid };          ///< how a launch orders itself against its stream's neighbours
 
 /// Everything the IR's users need to know about one op.
 struct OpInfo {
@@ -86,6 +88,8 @@ inline bool is_cluster_reduction(Op op) { return op_info(op).family == Family::c
 inline bool is_axis_reduction(Op op) { return op_info(op).family == Family::axis_reduction; }
 /// True for stage_store, stage_load, stage_copy, stage_gather and stage_scatter.
 inline bool is_stage_access(Op op) { return op_info(op).family == Family::stage; }
+/// True for gdc_wait and gdc_launch_dependents (programmatic dependent launch).
+inline bool is_grid_order(Op op) { return op_info(op).family == Family::grid; }
 /// True for stage_gather and stage_scatter: element offsets per lane, not one offset for a run.
 inline bool is_stage_indexed(Op op) { return op == Op::stage_gather || op == Op::stage_scatter; }
 

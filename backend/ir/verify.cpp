@@ -156,6 +156,7 @@ class Verifier {
       case Typing::stage_gather:
       case Typing::stage_scatter: stage_access(in, rule == Typing::stage_write || rule == Typing::stage_scatter); break;
       case Typing::loop: break;  // verified by loop()
+      case Typing::grid_order: break;  // no operands, no result: checked above
       case Typing::expand: {
         const int axis = in.as<attr::Axis>().axis;
         if (arg(0).rank != 1 || r->rank != 2 || (axis != 0 && axis != 1) || !(arg(0).scalar() == r->scalar()) ||

@@ -20,7 +20,7 @@ ir::Function dce(const ir::Function& fn);
 /// Folds arithmetic on constants and removes identities (x + 0, x * 1, casts to the same dtype).
 ir::Function simplify(const ir::Function& fn);
 
-/// Moves every load as early as its operands allow (never above a store), so that loads issue before the
+/// Moves every load as early as its operands allow (never above a store or a gdc_wait), so that loads issue before the
 /// barriers of reductions and their latency overlaps the rest of the program.
 ir::Function hoist_loads(const ir::Function& fn);
 

@@ -1,5 +1,5 @@
-// Load hoisting: every load moves as early as its operands allow within its block (never above a store,
-// never out of a loop body), so that loads issue before the barriers of reductions and their latency
+// Load hoisting: every load moves as early as its operands allow within its block (never above a store
+// or a gdc_wait, never out of a loop body), so that loads issue before the barriers of reductions and their latency
 // overlaps the rest of the program.
 #include <algorithm>
 
@@ -11,8 +11,9 @@ namespace tilefuse::passes {
 
 namespace {
 
+// A store, or a gdc_wait (memory the previous kernel writes is read only after it), or a loop with one.
 bool writes_memory(const ir::Instr& in) {
-  if (in.op == ir::Op::store) return true;
+  if (in.op == ir::Op::store || in.op == ir::Op::gdc_wait) return true;
   return ir::op_info(in.op).region && std::any_of(in.body.begin(), in.body.end(), writes_memory);
 }
 

@@ -30,6 +30,13 @@ struct LaunchConfig {
   void* stream = nullptr;
   /// Kernels with KernelOptions::resident_groups: programs per group along axis 0 (grid.x a multiple).
   std::int64_t group = 1;
+  /// Programmatic dependent launch (Triton's launch_pdl; sm_90 and later): the launch may start while the
+  /// stream's previous kernel is finishing (as soon as every program of that kernel has called
+  /// tl::gdc_launch_dependents, else as its programs end), and each of its programs waits at tl::gdc_wait
+  /// for that kernel to end. The program must call tl::gdc_wait (a launch of one that does not is
+  /// refused) before it touches memory the previous kernel writes, or writes memory it reads. Ignored by
+  /// the interpreter and on GPUs before sm_90 (the launch then waits for the previous kernel, as usual).
+  bool pdl = false;
   /// A launch configuration over `grid` with the defaults (implicit, so `{rows}` works).
   LaunchConfig(Grid g) : grid(g) {}  // NOLINT(google-explicit-constructor)
   LaunchConfig(Grid g, Backend b, void* s = nullptr) : grid(g), backend(b), stream(s) {}

@@ -240,6 +240,16 @@ void Program::check_arguments(const LaunchConfig& config, std::span<const Arg> a
                                   std::to_string(config.group) + " programs, got (" + std::to_string(g.x) + ", " + std::to_string(g.y) +
                                   ", " + std::to_string(g.z) + ")");
   }
+  if (config.pdl) {
+    bool waits = false;
+    ir::walk(fn_.body, [&](const ir::Instr& in) { waits = waits || in.op == ir::Op::gdc_wait; });
+    if (!waits)
+      throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': a launch with LaunchConfig::pdl may start before the "
+                                  "previous kernel ends, and this program never calls tl::gdc_wait to wait for it");
+    if (options_.resident_groups)
+      throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "' combines over resident groups (a cooperative "
+                                  "launch), which cannot also take LaunchConfig::pdl");
+  }
   for (std::size_t i = 0; i < args.size(); ++i) {
     const ir::ValueType& t = fn_.params[i].type;
     const Arg& a = args[i];
@@ -367,6 +377,7 @@ Inspection Program::inspect(const LaunchConfig& config, std::span<const Arg> arg
   check_arguments(config, args);
   Inspection out;
   out.kernel = fn_.name;
+  out.pdl = config.pdl;
   out.spec = specialize(config, args);
   out.key = describe(out.spec);
   out.arch = !arch.empty() ? arch : driver::available() ? driver::device().arch() : "sm_90";
@@ -661,8 +672,11 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
     driver::launch_cooperative(entry->function, grid, block, entry->shared_bytes, config.stream, params, fn_.name.c_str());
     ++workspace->launches;
     group_lock.unlock();
-  } else
+  } else if (config.pdl) {
+    driver::launch_overlapping(entry->function, grid, block, entry->shared_bytes, config.stream, params, fn_.name.c_str());
+  } else {
     driver::launch(entry->function, grid, block, entry->shared_bytes, config.stream, params, fn_.name.c_str());
+  }
   if (spec.bounds_checks) check_fault(entry->sites, packed);
 }
 

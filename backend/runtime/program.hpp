@@ -121,6 +121,7 @@ struct Inspection {
   std::string ptx;            ///< PTX for arch's virtual architecture
   CompiledInfo compiled;      ///< NVRTC options, ptxas report, registers, spills, stack, CUBIN
   std::int64_t shared_bytes = 0;  ///< dynamic shared memory per thread block
+  bool pdl = false;               ///< the launch may overlap the stream's previous kernel (LaunchConfig::pdl)
   /// Whether a launch like this one would compile: "compiled already", "the first specialization", or which
   /// argument property (alignment, divisibility) differs from the nearest specialization compiled so far.
   std::string reason;

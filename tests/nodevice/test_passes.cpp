@@ -206,6 +206,28 @@ TEST(Passes, HoistLoadsMovesLoadsUpButNotAboveStores) {
   EXPECT_GT(late_index, store_index);
 }
 
+TEST(Passes, HoistLoadsKeepsLoadsBelowGdcWait) {
+  // A load after gdc_wait reads what the previous kernel wrote: it must not move above the wait.
+  Builder b;
+  auto p = b.param(ir::ValueType{DType::f32, true, 0, {1, 1}}, "p");
+  auto q = b.param(ir::ValueType{DType::f32, true, 0, {1, 1}}, "q");
+  ir::Instr wait;
+  wait.op = Op::gdc_wait;
+  b.fn.append(wait, nullptr);
+  auto x = b.add(Op::load, scalar(DType::f32), {p});
+  b.store({q, x});
+  const auto f = passes::optimize(b.fn);
+  ASSERT_EQ(f.body.size(), 5u) << ir::print(f);
+  int wait_at = -1, load_at = -1;
+  for (int i = 0; i < static_cast<int>(f.body.size()); ++i) {
+    if (f.body[i].op == Op::gdc_wait) wait_at = i;
+    if (f.body[i].op == Op::load) load_at = i;
+  }
+  EXPECT_GE(wait_at, 0) << "dce dropped gdc_wait";
+  EXPECT_GT(load_at, wait_at) << ir::print(f);
+  EXPECT_NE(ir::print(f).find("  gdc_wait\n"), std::string::npos) << ir::print(f);
+}
+
 TEST(Passes, VerifierRejectsBadIr) {
   Builder b;
   auto x = b.param(scalar(DType::f32), "x");

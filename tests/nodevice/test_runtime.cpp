@@ -16,6 +16,13 @@ void scale(tl::Ptr<tl::f32> x, tl::Scalar<tl::f32> s, tl::Scalar<tl::i32> n) {
   tl::store(x + i, tl::load(x + i, i < n) * s, i < n);
 }
 
+// scale after waiting for the kernel before it on the stream (a launch with LaunchConfig::pdl).
+void scale_after_wait(tl::Ptr<tl::f32> x, tl::Scalar<tl::f32> s, tl::Scalar<tl::i32> n) {
+  tl::gdc_launch_dependents();
+  tl::gdc_wait();
+  scale(x, s, n);
+}
+
 using test::message_of;
 
 }  // namespace
@@ -45,6 +52,30 @@ TEST(Runtime, InterpreterRunsScalarsAndMasks) {
   k.launch({{1}, Backend::interpreter}, x, 2.0f, 20);
   EXPECT_EQ(x[19], 3.0f);
   EXPECT_EQ(x[20], 1.5f);
+}
+
+TEST(Runtime, OverlappingLaunchNeedsAProgramThatWaits) {
+  // A launch that may start before the previous kernel ends, of a program that never waits for it, could
+  // read what that kernel has not written yet: refused, naming the kernel and what is missing.
+  Kernel<&scale> k("scale", {.num_warps = 1});
+  std::vector<float> x(32, 1.5f);
+  LaunchConfig overlap({1}, Backend::interpreter);
+  overlap.pdl = true;
+  const std::string m = message_of([&] { k.launch(overlap, x, 2.0f, 20); });
+  EXPECT_NE(m.find("kernel 'scale': a launch with LaunchConfig::pdl may start before the previous kernel ends, and this "
+                   "program never calls tl::gdc_wait"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(x[0], 1.5f);
+  // One that waits runs (in the interpreter, launches run one after another: the wait is a no-op).
+  Kernel<&scale_after_wait> w("scale_after_wait", {.num_warps = 1});
+  w.launch(overlap, x, 2.0f, 20);
+  EXPECT_EQ(x[19], 3.0f);
+  EXPECT_EQ(x[20], 1.5f);
+  const std::string src = w.program().cuda_source(w.program().default_specialization());
+  EXPECT_LT(src.find("  tf_gdc_launch_dependents();\n"), src.find("  tf_gdc_wait();\n"));
+  EXPECT_NE(src.find("  tf_gdc_wait();\n"), std::string::npos);
+  EXPECT_NE(src.find("griddepcontrol.wait"), std::string::npos);
 }
 
 TEST(Runtime, NoGpuIsAClearMessageNotACrash) {
