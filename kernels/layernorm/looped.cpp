@@ -43,10 +43,10 @@ void split(const RowCall& call, const Args& a) {
                                     shape, [] { return "layernorm_combine_peeled_" + std::to_string(SB); }, combine_params)
                               : kernel_for<&layernorm_combine_program<T, kLoopBlock, SB>>(
                                     shape, [] { return "layernorm_combine_" + std::to_string(SB); }, combine_params);
+      LaunchChain chain(call);
       for_each_group(call, plan, [&](std::int64_t first, Grid grid) {
-        launch(call, partials, grid, std::array{a.x, p.first, p.second, n, n, c, i32(first)});
-        launch(call, combine, grid,
-               std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, p.first, p.second, n, n, c, Arg::of_f32(a.eps), i32(first)});
+        chain(partials, grid, std::array{a.x, p.first, p.second, n, n, c, i32(first)});
+        chain(combine, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, p.first, p.second, n, n, c, Arg::of_f32(a.eps), i32(first)});
       });
     });
   });

@@ -112,6 +112,7 @@ template <class T, int BLOCK, bool PEEL = false>
 void layernorm_partials_program(tl::Ptr<T> x, tl::Ptr<tl::f32> partial_s1, tl::Ptr<tl::f32> partial_s2,
                                 tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk,
                                 tl::Scalar<tl::i32> first_row) {
+  tl::gdc_launch_dependents();  // the combine kernel's programs may take the SMs this launch's last ones leave
   auto r = tl::program_id(0);
   auto row = first_row + r;
   auto split = tl::program_id(1);
@@ -125,6 +126,9 @@ void layernorm_partials_program(tl::Ptr<T> x, tl::Ptr<tl::f32> partial_s1, tl::P
       return detail::shifted_sums<T, BLOCK>(x, row * stride, shift, start, tl::minimum(start + chunk, n));
     }
   }();
+  // The reads above overlap the previous group's combine kernel (launched with pdl); the partials it
+  // reads are overwritten only once it has ended.
+  tl::gdc_wait();
   tl::store(partial_s1 + r * tl::num_programs(1) + split, s1);
   tl::store(partial_s2 + r * tl::num_programs(1) + split, s2);
 }
@@ -136,6 +140,8 @@ void layernorm_combine_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
                                tl::Ptr<tl::f32> rstd_out, tl::Ptr<tl::f32> partial_s1, tl::Ptr<tl::f32> partial_s2,
                                tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk,
                                tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> first_row) {
+  tl::gdc_launch_dependents();  // the next group's partials may start reading its rows
+  tl::gdc_wait();               // for this group's partials (launched with pdl)
   auto r = tl::program_id(0);
   auto row = first_row + r;
   auto split = tl::program_id(1);

@@ -37,6 +37,17 @@ void launch(const RowCall& call, Program& program, Grid grid, std::span<const Ar
   program.launch(config, args);
 }
 
+void LaunchChain::operator()(Program& program, Grid grid, std::span<const Arg> args) {
+  if (call_.collect) {
+    call_.collect->push_back(&program);
+    return;
+  }
+  LaunchConfig config = call_.config(grid);
+  config.pdl = started_ && call_.opt.tuning.overlap_launches.value_or(true);
+  started_ = true;
+  program.launch(config, args);
+}
+
 SplitPartials split_partials(const RowCall& call, std::int64_t splits, const Arg& first, const Arg& second, const char* first_name,
                              const char* second_name, int element_bytes, std::int64_t max_splits, std::int64_t piece) {
   if (splits == 0) {

@@ -79,6 +79,20 @@ Program& row_program(const RowCall& call, const char* name, std::span<const char
 /// resident group (KernelOptions::resident_groups).
 void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args, std::int64_t group = 1);
 
+/// The launches of one call, in stream order: every launch after the first may overlap the one before
+/// (LaunchConfig::pdl: its programs must call tl::gdc_wait) where Tuning::overlap_launches allows (the
+/// rule: yes); the first waits for whatever the stream ran before the call.
+class LaunchChain {
+ public:
+  explicit LaunchChain(const RowCall& call) : call_(call) {}
+  /// Runs `program` over `grid` with `args` (or records it, when the call collects).
+  void operator()(Program& program, Grid grid, std::span<const Arg> args);
+
+ private:
+  const RowCall& call_;
+  bool started_ = false;
+};
+
 /// A family's launcher of one variant, for the family's launcher table.
 template <class Args>
 struct Launcher {

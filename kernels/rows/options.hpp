@@ -62,6 +62,11 @@ struct Tuning {
   /// from there 16 bytes at a time (layernorm_strided_program); the rule is yes for windows of several
   /// pieces up to kNormStridedMaxCols columns.
   std::optional<bool> stride_rows;
+  /// Whether a call's launches after its first may start while the one before finishes (the split-row
+  /// kernels: each group's partials read their rows while the previous group's combine kernel ends, and
+  /// each combine kernel's programs are placed while its partials end; LaunchConfig::pdl, sm_90); the
+  /// rule is yes. A call's first launch always waits for what the stream ran before it.
+  std::optional<bool> overlap_launches;
 };
 
 /// When the automatic choice of a sample row kernel consults the tuner (kernels/tune/tuner.hpp).

@@ -46,9 +46,10 @@ void split(const RowCall& call, const Args& a) {
                                     shape, [] { return "softmax_combine_peeled_" + std::to_string(SB); }, combine_params)
                               : kernel_for<&softmax_combine_program<T, kLoopBlock, SB>>(
                                     shape, [] { return "softmax_combine_" + std::to_string(SB); }, combine_params);
+      LaunchChain chain(call);
       for_each_group(call, plan, [&](std::int64_t first, Grid grid) {
-        launch(call, partials, grid, std::array{a.in, p.first, p.second, n, n, c, i32(first)});
-        launch(call, combine, grid, std::array{a.in, a.out, p.first, p.second, n, n, c, i32(first)});
+        chain(partials, grid, std::array{a.in, p.first, p.second, n, n, c, i32(first)});
+        chain(combine, grid, std::array{a.in, a.out, p.first, p.second, n, n, c, i32(first)});
       });
     });
   });

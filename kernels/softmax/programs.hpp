@@ -217,6 +217,7 @@ template <class T, int BLOCK, bool PEEL = false>
 void softmax_partials_program(tl::Ptr<T> in, tl::Ptr<tl::f32> partial_max, tl::Ptr<tl::f32> partial_sum,
                               tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols, tl::Scalar<tl::i32> chunk,
                               tl::Scalar<tl::i32> first_row) {
+  tl::gdc_launch_dependents();  // the combine kernel's programs may take the SMs this launch's last ones leave
   auto r = tl::program_id(0);
   auto row = first_row + r;
   auto split = tl::program_id(1);
@@ -229,6 +230,9 @@ void softmax_partials_program(tl::Ptr<T> in, tl::Ptr<tl::f32> partial_max, tl::P
       return detail::online_max_sum<T, BLOCK>(in, row * stride, start, tl::minimum(start + chunk, n_cols));
     }
   }();
+  // The reads above overlap the previous group's combine kernel (launched with pdl); the partials it
+  // reads are overwritten only once it has ended.
+  tl::gdc_wait();
   tl::store(partial_max + r * tl::num_programs(1) + split, m);
   tl::store(partial_sum + r * tl::num_programs(1) + split, s);
 }
@@ -239,6 +243,8 @@ template <class T, int BLOCK, int SPLITS_BLOCK, bool PEEL = false>
 void softmax_combine_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Ptr<tl::f32> partial_max, tl::Ptr<tl::f32> partial_sum,
                              tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols, tl::Scalar<tl::i32> chunk,
                              tl::Scalar<tl::i32> first_row) {
+  tl::gdc_launch_dependents();  // the next group's partials may start reading its rows
+  tl::gdc_wait();               // for this group's partials (launched with pdl)
   auto r = tl::program_id(0);
   auto row = first_row + r;
   auto split = tl::program_id(1);

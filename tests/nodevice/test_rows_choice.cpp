@@ -133,6 +133,37 @@ TEST(RowsChoice, SplitLaunchesAPairPerGroup) {
   EXPECT_EQ(launches[0].kernel, "softmax_partials");
   EXPECT_EQ(launches[1].kernel, "softmax_combine_128");  // 66 splits a row
   EXPECT_EQ(launches[2].kernel, "softmax_partials");
+  // Every launch after the call's first may overlap the one before; the first waits for the stream.
+  EXPECT_FALSE(launches[0].pdl);
+  for (std::size_t i = 1; i < launches.size(); ++i) EXPECT_TRUE(launches[i].pdl) << launches[i].kernel;
+}
+
+TEST(RowsChoice, SplitLaunchesOverlapUnlessTheKnobSaysNot) {
+  auto* base = reinterpret_cast<float*>(std::uintptr_t{0x10000000});
+  const std::int64_t rows = 16, cols = 1 << 20;
+  DeviceView<float> x(base, rows * cols), w(base, cols), y(base + rows * cols, rows * cols);
+  kernels::RowStats<DeviceView<float>> st{DeviceView<float>(base, rows), DeviceView<float>(base + rows, rows)};
+  for (bool overlap : {true, false}) {
+    InspectLaunches h200;
+    kernels::RowOptions opt = kGpu;
+    opt.tuning.overlap_launches = overlap;
+    kernels::layernorm_auto(x, w, w, y, st, rows, cols, 1e-5f, opt);
+    const auto& launches = h200.launches();
+    ASSERT_EQ(launches.size(), 4u);
+    EXPECT_EQ(launches[0].kernel, "layernorm_partials");
+    EXPECT_FALSE(launches[0].pdl);
+    for (std::size_t i = 1; i < launches.size(); ++i) EXPECT_EQ(launches[i].pdl, overlap) << launches[i].kernel;
+    // The partials wait for the combine kernel before them only to write (every store after the wait);
+    // the combine kernel, before it reads anything.
+    const std::string& partials = launches[0].cuda;
+    const auto wait = partials.find("tf_gdc_wait();");
+    ASSERT_NE(wait, std::string::npos);
+    EXPECT_LT(partials.find("tf_gdc_launch_dependents();"), wait);
+    EXPECT_LT(wait, partials.find("// store"));
+    EXPECT_GT(wait, partials.find(" = load "));
+    const std::string& combine = launches[1].cuda;
+    EXPECT_LT(combine.find("tf_gdc_wait();"), combine.find(" = load "));
+  }
 }
 
 namespace {
