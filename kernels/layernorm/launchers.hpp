@@ -46,6 +46,22 @@ inline constexpr std::int64_t kNormStridedMaxCols = 8192;
 /// one at 80 and spilled (bench/NOTES.md).
 inline constexpr int kNormStridedResident = 640;
 
+/// Whether rows of LayerNorm read through windows take w and b from shifted copies unless
+/// Tuning::shift_affine says otherwise: rows of halves (8 element loads per 16 bytes of w or b otherwise;
+/// f32 rows take 4, and measured 0.02-0.03 x copy slower with the copies), at least 32 copies' worth of
+/// them (256), so that writing the copies (16 rows of w and b) costs at most 1/16 of what the rows move.
+/// H200, bench/NOTES.md "Shifted copies of w and b".
+inline bool shift_affine_pays(std::int64_t rows, int element_bytes) { return element_bytes < 4 && rows >= 32 * (16 / element_bytes); }
+
+/// w and b of a call as the shifted-affine programs take them: copy 0's w and b, and the elements between
+/// two copies.
+struct ShiftedAffine {
+  Arg w, b, copy_stride;
+};
+/// Writes the shifted copies of a.w and a.b (layernorm_shifted_affine_program) as `chain`'s next launch;
+/// the row kernel that reads them must be the chain's next launch after it.
+ShiftedAffine launch_shifted_affine(const RowCall& call, const Args& a, LaunchChain& chain);
+
 /// Parameter names of the kernels that take (x, w, b, y, mean, rstd, stride, n, eps).
 inline constexpr const char* kParams[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"};
 

@@ -12,7 +12,17 @@ void looped(const RowCall& call, const Args& a) {
   const Arg n = i32(call.cols);
   with_float_dtype(a.x.dtype, [&]<class T>() {
     const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
-    Program& p = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>())
+    const bool peel = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
+    // Rows through windows, enough of them: w and b from their shifted copies, written just before.
+    if (peel && call.opt.tuning.shift_affine.value_or(shift_affine_pays(call.rows, element_bytes_of<T>()))) {
+      static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps", "copy_stride"};
+      LaunchChain chain(call);
+      const ShiftedAffine wb = launch_shifted_affine(call, a, chain);
+      chain(kernel_for<&layernorm_looped_shifted_program<T, kLoopBlock>>(shape, [] { return std::string("layernorm_looped_shifted"); }, params),
+            Grid(call.rows), std::array{a.x, wb.w, wb.b, a.y, a.mean, a.rstd, n, n, Arg::of_f32(a.eps), wb.copy_stride});
+      return;
+    }
+    Program& p = peel
                      ? kernel_for<&layernorm_looped_program<T, kLoopBlock, true>>(shape, [] { return std::string("layernorm_looped_peeled"); }, kParams)
                      : kernel_for<&layernorm_looped_program<T, kLoopBlock>>(shape, [] { return std::string("layernorm_looped"); }, kParams);
     launch(call, p, Grid(call.rows), std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, Arg::of_f32(a.eps)});

@@ -93,6 +93,16 @@ void one_program(const RowCall& call, const Args& a) {
         return;
       }
       static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps"};
+      // Rows through windows, enough of them: w and b from their shifted copies, written just before.
+      if (windowed && call.opt.tuning.shift_affine.value_or(shift_affine_pays(call.rows, element_bytes_of<T>()))) {
+        static constexpr const char* shifted_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps", "copy_stride"};
+        auto shifted_name = [&] { return "layernorm_shifted_" + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""); };
+        LaunchChain chain(call);
+        const ShiftedAffine wb = launch_shifted_affine(call, a, chain);
+        chain(kernel_for<&layernorm_shifted_program<T, PIECE, PIECES>>(shape, shifted_name, shifted_params), grid,
+              std::array{a.x, wb.w, wb.b, a.y, a.mean, a.rstd, n, n, tail, eps, wb.copy_stride});
+        return;
+      }
       Program& p = windowed ? kernel_for<&layernorm_program<T, PIECE, PIECES, true>>(shape, name, params)
                             : kernel_for<&layernorm_program<T, PIECE, PIECES>>(shape, name, params);
       launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, tail, eps});

@@ -21,7 +21,7 @@ namespace tl = tilefuse::tl;
 template <class T, int PIECE, int PIECES, bool PEEL, class Affine>
 void layernorm_row(tl::Ptr<T> x, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> row,
                    tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps,
-                   bool affine_first, Affine&& affine) {
+                   bool affine_first, Affine&& affine, bool wait_before_affine = false) {
   // f32 rows are summed as x - x[0] (exact for values near each other), so that a mean of 1e4 against a
   // spread of 1 costs no digits of the centered values. Halves need no shift: at |mean| = 1e4 their own
   // spacing (8 for f16, 64 for bf16) is far above what the f32 sums lose, and the shift would cost a
@@ -39,6 +39,8 @@ void layernorm_row(tl::Ptr<T> x, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Pt
   std::vector<tl::Tile<T, PIECE>> raw;
   for (int k = 0; k < PIECES; ++k)
     raw.push_back(pieces.masked(k, [&](auto... m) { return tl::load(x + pieces.at(k), m..., row_cache); }));
+  // w and b written by the launch before this one (shifted copies): the x loads above overlap it.
+  if (wait_before_affine) tl::gdc_wait();
   std::vector<std::pair<F32Tile, F32Tile>> wb;
   if (affine_first)
     for (int k = 0; k < PIECES; ++k) wb.push_back(affine(pieces, k));
@@ -97,6 +99,42 @@ void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, t
     return std::pair{load(w), load(b)};
   };
   layernorm_row<T, PIECE, PIECES, PEEL>(x, y, mean_out, rstd_out, tl::program_id(0), stride, n, tail, eps, affine_first, affine);
+}
+
+/// w and b copied kVectorElements<T> (V) times, copy h shifted by h elements, for rows read through their
+/// aligned windows (row_window): copies[h * 2S + h + j] = w[j] and copies[h * 2S + S + h + j] = b[j] for
+/// j in [0, n), S = `half_stride` (a multiple of 16). A row whose window starts h elements before it
+/// reads w and b from copy h at its window's indices: 16-byte aligned, under x's own mask, where w and b
+/// themselves would sit h elements off the vector boundary and go element by element. Program (c, h)
+/// copies columns [c * BLOCK, (c + 1) * BLOCK) into copy h.
+template <class T, int BLOCK>
+void layernorm_shifted_affine_program(tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> copies, tl::Scalar<tl::i32> n,
+                                      tl::Scalar<tl::i32> half_stride) {
+  tl::gdc_launch_dependents();  // the row kernel's programs may start, and read x, meanwhile
+  auto h = tl::program_id(1);
+  auto idx = tl::program_id(0) * BLOCK + tl::arange<BLOCK>();
+  auto in_row = idx < n;
+  auto to = copies + h * (half_stride + half_stride) + h + idx;
+  tl::store(to, tl::load(w + idx, in_row), in_row);
+  tl::store(to + half_stride, tl::load(b + idx, in_row), in_row);
+}
+
+/// layernorm_program through windows with w and b from their shifted copies
+/// (layernorm_shifted_affine_program, launched just before with `w` and `b` pointing at copy 0's w and
+/// b, `copy_stride` = 2S): loads x, waits for the copies (tl::gdc_wait), then reads w and b 16 bytes at a
+/// time from the copy of the row's head.
+template <class T, int PIECE, int PIECES>
+void layernorm_shifted_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                               tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                               tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> copy_stride) {
+  constexpr bool affine_first = std::is_same_v<T, tl::f32> && PIECES == 1;  // as layernorm_program
+  auto affine = [&](const RowPieces<T, PIECE, PIECES, true>& pieces, int k) {
+    auto at = pieces.head * copy_stride + k * PIECE + pieces.idx;
+    auto load = [&](tl::Ptr<T> p) { return tl::cast<tl::f32>(pieces.masked(k, [&](auto... m) { return tl::load(p + at, m...); })); };
+    return std::pair{load(w), load(b)};
+  };
+  layernorm_row<T, PIECE, PIECES, true>(x, y, mean_out, rstd_out, tl::program_id(0), stride, n, tail, eps, affine_first, affine,
+                                        /*wait_before_affine=*/true);
 }
 
 /// layernorm_program for rows of halves read through their windows, a program striding over rows pid,

@@ -47,7 +47,7 @@ inline std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_moments(tl::
 // piece first (the pieces the sums read last are the likeliest still in L2). With FIRST, the row's
 // columns start at window index `first` (row_window), and so do w and b's. x is read for the last time
 // and y written streaming (evicted first), so that y does not push the rest of x out of L2 first.
-template <class T, int BLOCK, bool FIRST = false>
+template <class T, int BLOCK, bool FIRST = false, bool SHIFTED = false>
 void normalize_affine_range(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Scalar<tl::i32> base,
                             tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end, tl::Scalar<tl::f32> shift,
                             tl::Scalar<tl::f32> mean_shifted, tl::Scalar<tl::f32> rstd,
@@ -58,7 +58,7 @@ void normalize_affine_range(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T>
     auto idx = from + cols;
     auto centered = (tl::cast<tl::f32>(piece) - shift) - mean_shifted;  // both small
     auto column = [&] {
-      if constexpr (FIRST) return idx - first;
+      if constexpr (FIRST && !SHIFTED) return idx - first;  // (SHIFTED: w and b point at the row's shifted copy)
       else return idx;
     }();
     in_row.access([&](const auto&... mask) {
@@ -100,6 +100,27 @@ void layernorm_looped_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<
       return moments;
     }
   }();
+  tl::store(mean_out + row, shift + mean_shifted);
+  tl::store(rstd_out + row, rstd);
+}
+
+/// layernorm_looped_program through windows with w and b from their shifted copies
+/// (layernorm_shifted_affine_program, launched just before, `w` and `b` at copy 0's w and b, `copy_stride`
+/// = 2S): the sums' pass over x overlaps the copies; the normalizing pass waits for them (tl::gdc_wait)
+/// and reads w and b 16 bytes at a time from the copy of the row's head.
+template <class T, int BLOCK>
+void layernorm_looped_shifted_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                                      tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                                      tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> copy_stride) {
+  auto row = tl::program_id(0);
+  auto zero = tl::scalar<tl::i32>(0);
+  auto shift = tl::cast<tl::f32>(tl::load(x + row * stride));
+  auto [base, head] = row_window<T>(row * stride);
+  auto [s1, s2] = detail::shifted_sums<T, BLOCK, true>(x, base, shift, zero, head + n, head);
+  auto [mean_shifted, rstd] = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+  tl::gdc_wait();
+  auto copy = head * copy_stride;
+  detail::normalize_affine_range<T, BLOCK, true, true>(x, w + copy, b + copy, y, base, zero, head + n, shift, mean_shifted, rstd, head);
   tl::store(mean_out + row, shift + mean_shifted);
   tl::store(rstd_out + row, rstd);
 }

@@ -67,6 +67,11 @@ struct Tuning {
   /// each combine kernel's programs are placed while its partials end; LaunchConfig::pdl, sm_90); the
   /// rule is yes. A call's first launch always waits for what the stream ran before it.
   std::optional<bool> overlap_launches;
+  /// Whether LayerNorm's rows read through windows, on one program per row or looped, read w and b from
+  /// shifted copies that a small kernel writes first (one per offset of a row from its window's start, so
+  /// that w and b are read 16 bytes at a time under x's mask rather than element by element); the rule
+  /// (shift_affine_pays) is yes for rows of halves, at least 256 of them.
+  std::optional<bool> shift_affine;
 };
 
 /// When the automatic choice of a sample row kernel consults the tuner (kernels/tune/tuner.hpp).

@@ -1,10 +1,12 @@
 // The split-row scratch the library keeps (see workspace.hpp).
 #include "kernels/rows/workspace.hpp"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/runtime/buffer.hpp"
@@ -46,6 +48,25 @@ Workspace workspace(const RowOptions& opt, std::int64_t count) {
   }
   return {Arg::device_memory_of(ir::DType::f32, address, static_cast<std::size_t>(count)),
           Arg::device_memory_of(ir::DType::f32, address + 4 * static_cast<std::uint64_t>(capacity), static_cast<std::size_t>(count))};
+}
+
+Arg scratch_elements(const RowOptions& opt, ir::DType dtype, std::int64_t count) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * static_cast<std::size_t>(ir::dtype_bytes(dtype));
+  if (!target(opt.backend).gpu) {
+    thread_local std::vector<std::uint64_t> host;  // 8-byte words: aligned for every dtype
+    if (host.size() * 8 < bytes) host.resize((bytes + 7) / 8);
+    return Arg::host_memory_of(dtype, host.data(), static_cast<std::size_t>(count));
+  }
+  if (InspectLaunches::active()) return Arg::device_memory_of(dtype, 256, static_cast<std::size_t>(count));
+  static std::mutex mutex;
+  static std::map<void*, std::vector<std::pair<std::size_t, DeviceBytes>>> per_stream;  // (bytes, memory), the largest last
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto& held = per_stream[opt.stream];
+  if (held.empty() || held.back().first < bytes) {
+    const std::size_t size = std::max<std::size_t>(bytes, std::size_t{1} << 20);
+    held.emplace_back(size, DeviceBytes(size));
+  }
+  return Arg::device_memory_of(dtype, held.back().second.address(), static_cast<std::size_t>(count));
 }
 
 }  // namespace tilefuse::kernels

@@ -24,4 +24,11 @@ struct Workspace {
 };
 Workspace workspace(const RowOptions& opt, std::int64_t count);
 
+/// `count` elements of `dtype` (256-byte aligned) for one call's working copies on opt's stream (the
+/// LayerNorm's shifted copies of w and b): device memory kept per stream and grown as calls need it (a
+/// larger request gets new memory; the old stays allocated until the process ends, since launches still
+/// on the stream may read it), host memory per thread for the interpreter. Calls on one stream run in
+/// order, so each may reuse what the call before it wrote.
+Arg scratch_elements(const RowOptions& opt, ir::DType dtype, std::int64_t count);
+
 }  // namespace tilefuse::kernels

@@ -112,4 +112,49 @@ TEST_F(Gpu, OverlappedSplitLayerNormKeepsEveryRow) {
   check_layernorm_chain<half>(33, 262144);
 }
 
+// LayerNorm rows through windows with w and b read from shifted copies (a launch before the row kernel,
+// which overlaps it) and element by element: the same bits, float64's values; then a second call with
+// other w and b on the same stream, which rewrites the copies the first call's kernel read.
+template <class H>
+void check_shifted_affine(std::int64_t rows, std::int64_t cols, RowVariant variant) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(std::string("layernorm shifted w and b ") + kernels::variant_name(variant) + " " + std::to_string(rows) + "x" +
+               std::to_string(cols) + " seed " + std::to_string(seed));
+  const std::size_t n = static_cast<std::size_t>(rows * cols);
+  const auto hx = reference::random_vector<H>(n, seed);
+  const auto hw = reference::random_vector<H>(cols, seed + 1);
+  const auto hb = reference::random_vector<H>(cols, seed + 2);
+  const auto hw2 = reference::random_vector<H>(cols, seed + 3);
+  const auto hb2 = reference::random_vector<H>(cols, seed + 4);
+  DeviceBuffer<H> x(hx), w(hw), b(hb), w2(hw2), b2(hb2), y(n), y2(n);
+  kernels::RowStats<DeviceBuffer<float>> stats{DeviceBuffer<float>(rows), DeviceBuffer<float>(rows)};
+  std::vector<H> out[2];
+  for (bool shifted : {false, true}) {
+    kernels::RowOptions opt{Backend::gpu};
+    opt.tuning.shift_affine = shifted;
+    y.fill_bytes(0xff);
+    y2.fill_bytes(0xff);
+    kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, opt, variant);
+    kernels::layernorm_auto(x, w2, b2, y2, stats, rows, cols, 1e-5f, opt, variant);
+    out[shifted] = y.download();
+    if (shifted) {
+      const auto ref2 = reference::layernorm<H>(hx, hw2, hb2, rows, cols, 1e-5);
+      const double tol = reference::tolerance<H>();
+      EXPECT_LE(reference::worst_element<H>(y2.download(), ref2, 4 * tol, 4 * tol), 1.0) << "the second call's w and b";
+    }
+  }
+  EXPECT_TRUE(same_bits(out[1], out[0])) << "y changes with w and b read from shifted copies";
+  const auto ref = reference::layernorm<H>(hx, hw, hb, rows, cols, 1e-5);
+  const double tol = reference::tolerance<H>();
+  EXPECT_LE(reference::worst_element<H>(out[1], ref, 4 * tol, 4 * tol), 1.0);
+}
+
+TEST_F(Gpu, ShiftedCopiesOfWAndBGiveTheSameBits) {
+  check_shifted_affine<bfloat16>(300, 3597, RowVariant::one_program);
+  check_shifted_affine<float>(200, 7375, RowVariant::one_program);
+  check_shifted_affine<half>(77, 9001, RowVariant::one_program);  // pieces past the strided kernel's widest
+  check_shifted_affine<bfloat16>(300, 20853, RowVariant::looped);
+  check_shifted_affine<float>(130, 18179, RowVariant::looped);
+}
+
 }  // namespace

@@ -3,6 +3,7 @@
 // normalization kernel compiles for sm_90 with no spills.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
 #include "kernels/layernorm/wide_programs.hpp"
@@ -179,6 +180,46 @@ TEST(NormNvrtc, OnePieceRowsLaunchAsRowKernelsDo) {
 TEST(NormNvrtc, CompileWithoutSpillsF32) { compile_all_norms(ir::DType::f32); }
 TEST(NormNvrtc, CompileWithoutSpillsF16) { compile_all_norms(ir::DType::f16); }
 TEST(NormNvrtc, CompileWithoutSpillsBf16) { compile_all_norms(ir::DType::bf16); }
+
+namespace {
+// LayerNorm `variant` on rows read through windows with w and b from their shifted copies and element by
+// element (Tuning::shift_affine true and false): the same bits (the same values meet the same
+// arithmetic), and float64's values. Rows of an odd width start at every offset from their windows.
+template <class H>
+void check_shifted_affine(std::int64_t rows, std::int64_t cols, RowVariant variant) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(std::string("layernorm shifted w and b ") + kernels::variant_name(variant) + " " + std::to_string(rows) + "x" +
+               std::to_string(cols) + " seed " + std::to_string(seed));
+  auto x = reference::random_vector<H>(rows * cols, seed);
+  auto w = reference::random_vector<H>(cols, seed + 1);
+  auto b = reference::random_vector<H>(cols, seed + 2);
+  std::vector<H> y[2];
+  std::vector<float> mean[2], rstd[2];
+  for (bool shifted : {false, true}) {
+    y[shifted].assign(x.size(), reference::from_float<H>(std::nanf("")));
+    kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows, std::nanf("")), std::vector<float>(rows, std::nanf(""))};
+    kernels::RowOptions opt{Backend::interpreter};
+    opt.tuning.shift_affine = shifted;
+    kernels::layernorm_auto(x, w, b, y[shifted], stats, rows, cols, 1e-5f, opt, variant);
+    mean[shifted] = stats.mean;
+    rstd[shifted] = stats.rstd;
+  }
+  EXPECT_EQ(std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(H)), 0);
+  EXPECT_EQ(std::memcmp(mean[0].data(), mean[1].data(), mean[0].size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(rstd[0].data(), rstd[1].data(), rstd[0].size() * sizeof(float)), 0);
+  const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5);
+  const double tol = reference::tolerance<H>();
+  EXPECT_LE(reference::worst_element<H>(y[1], ref, 4 * tol, 4 * tol), 1.0);
+}
+}  // namespace
+
+TEST(LayerNormInterp, ShiftedCopiesOfWAndBGiveTheSameBits) {
+  check_shifted_affine<float>(37, 1001, RowVariant::one_program);      // a window of one 1024 tile
+  check_shifted_affine<half>(37, 1031, RowVariant::one_program);       // one 2048 tile (not strided)
+  check_shifted_affine<bfloat16>(37, 9001, RowVariant::one_program);   // pieces past the strided kernel's widest
+  check_shifted_affine<float>(37, 5003, RowVariant::looped);
+  check_shifted_affine<bfloat16>(37, 20001, RowVariant::looped);
+}
 
 TEST(LayerNormInterp, LoopedAnyWidth) {
   for (std::int64_t cols : {1, 7, 4096, 5000, 20000}) check_layernorm<float>(3, cols, 0.f, 1.f, RowVariant::looped);

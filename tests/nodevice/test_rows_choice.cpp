@@ -15,6 +15,7 @@
 #include "kernels/reference.hpp"
 #include "kernels/rows/rules.hpp"
 #include "kernels/rows/workspace.hpp"
+#include "tests/common/text.hpp"
 #include "kernels/softmax/softmax.hpp"
 
 using namespace tilefuse;
@@ -164,6 +165,50 @@ TEST(RowsChoice, SplitLaunchesOverlapUnlessTheKnobSaysNot) {
     const std::string& combine = launches[1].cuda;
     EXPECT_LT(combine.find("tf_gdc_wait();"), combine.find(" = load "));
   }
+}
+
+TEST(RowsChoice, LayerNormRowsThroughWindowsReadShiftedCopiesOfWAndB) {
+  // 4096 rows of 3597 bf16 (through windows of 3604): a small kernel writes w and b at the 8 offsets a row
+  // can start at from its window, then the row kernel (overlapping it) reads them 16 bytes at a time.
+  auto* base = reinterpret_cast<bfloat16*>(std::uintptr_t{0x10000000});
+  const std::int64_t rows = 4096, cols = 3597;
+  DeviceView<bfloat16> x(base, rows * cols), w(base, cols), y(base + rows * cols, rows * cols);
+  auto* f = reinterpret_cast<float*>(base + 2 * rows * cols);
+  kernels::RowStats<DeviceView<float>> st{DeviceView<float>(f, rows), DeviceView<float>(f + rows, rows)};
+  std::size_t vector_loads[2] = {0, 0};
+  for (bool shifted : {true, false}) {
+    InspectLaunches h200;
+    kernels::RowOptions opt = kGpu;
+    opt.tuning.shift_affine = shifted;
+    kernels::layernorm_auto(x, w, w, y, st, rows, cols, 1e-5f, opt);
+    const auto& launches = h200.launches();
+    ASSERT_EQ(launches.size(), shifted ? 2u : 1u);
+    if (shifted) {
+      EXPECT_EQ(launches[0].kernel, "layernorm_shifted_affine");
+      EXPECT_FALSE(launches[0].pdl);
+      EXPECT_EQ(launches[1].kernel, "layernorm_shifted_4096");
+      EXPECT_TRUE(launches[1].pdl);
+    } else {
+      EXPECT_EQ(launches[0].kernel, "layernorm_peeled_4096");
+    }
+    vector_loads[shifted] = test::occurrences(launches.back().cuda, "tf_load_vec<");
+  }
+  // w and b in runs of 8 where x is (a run's 16-byte load when its mask holds throughout), not element by
+  // element.
+  EXPECT_EQ(vector_loads[0], 1u);
+  EXPECT_EQ(vector_loads[1], 3u);
+  // Fewer rows than 32 copies' worth read w and b element by element: the copies would cost too much.
+  InspectLaunches h200;
+  kernels::layernorm_auto(x, w, w, y, st, 255, cols, 1e-5f, kGpu);
+  ASSERT_EQ(h200.launches().size(), 1u);
+  EXPECT_EQ(h200.launches()[0].kernel, "layernorm_peeled_4096");
+  // f32 rows keep w and b element by element (4 loads per 16 bytes; measured slower with the copies).
+  InspectLaunches again;
+  auto* f32 = reinterpret_cast<float*>(std::uintptr_t{0x10000000});
+  DeviceView<float> fx(f32, rows * cols), fw(f32, cols), fy(f32 + rows * cols, rows * cols);
+  kernels::layernorm_auto(fx, fw, fw, fy, st, rows, cols, 1e-5f, kGpu);
+  ASSERT_EQ(again.launches().size(), 1u);
+  EXPECT_EQ(again.launches()[0].kernel.rfind("layernorm_peeled_", 0), 0u) << again.launches()[0].kernel;
 }
 
 namespace {
