@@ -100,6 +100,7 @@ Program::Program(ir::Function traced, KernelOptions options) : options_(std::mov
       std::cerr << "// tilefuse IR after " << pass << "\n" << ir::print(f);
     };
   fn_ = passes::optimize(traced, dump);
+  ir::walk(fn_.body, [&](const ir::Instr& in) { waits_for_previous_ = waits_for_previous_ || in.op == ir::Op::gdc_wait; });
   if (options_.num_warps < 1 || options_.num_warps > 32 || (options_.num_warps & (options_.num_warps - 1)))
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': num_warps must be a power of two from 1 to 32, got " +
                                 std::to_string(options_.num_warps));
@@ -241,9 +242,7 @@ void Program::check_arguments(const LaunchConfig& config, std::span<const Arg> a
                                   ", " + std::to_string(g.z) + ")");
   }
   if (config.pdl) {
-    bool waits = false;
-    ir::walk(fn_.body, [&](const ir::Instr& in) { waits = waits || in.op == ir::Op::gdc_wait; });
-    if (!waits)
+    if (!waits_for_previous_)
       throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': a launch with LaunchConfig::pdl may start before the "
                                   "previous kernel ends, and this program never calls tl::gdc_wait to wait for it");
     if (options_.resident_groups)

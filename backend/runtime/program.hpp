@@ -213,6 +213,7 @@ class Program {
 
   ir::Function fn_;
   KernelOptions options_;
+  bool waits_for_previous_ = false;  ///< the program calls tl::gdc_wait (what a LaunchConfig::pdl launch needs)
   std::unique_ptr<Gpu> gpu_;
 };
 

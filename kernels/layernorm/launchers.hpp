@@ -53,6 +53,12 @@ inline constexpr int kNormStridedResident = 640;
 /// H200, bench/NOTES.md "Shifted copies of w and b".
 inline bool shift_affine_pays(std::int64_t rows, int element_bytes) { return element_bytes < 4 && rows >= 32 * (16 / element_bytes); }
 
+/// Whether a LayerNorm call of `rows` rows of `element_bytes` read through windows takes w and b from
+/// shifted copies: Tuning::shift_affine, else shift_affine_pays.
+inline bool shifted_affine(const Tuning& tuning, std::int64_t rows, int element_bytes) {
+  return tuning.shift_affine.value_or(shift_affine_pays(rows, element_bytes));
+}
+
 /// w and b of a call as the shifted-affine programs take them: copy 0's w and b, and the elements between
 /// two copies.
 struct ShiftedAffine {

@@ -14,7 +14,7 @@ void looped(const RowCall& call, const Args& a) {
     const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
     const bool peel = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     // Rows through windows, enough of them: w and b from their shifted copies, written just before.
-    if (peel && call.opt.tuning.shift_affine.value_or(shift_affine_pays(call.rows, element_bytes_of<T>()))) {
+    if (peel && shifted_affine(call.opt.tuning, call.rows, element_bytes_of<T>())) {
       static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps", "copy_stride"};
       LaunchChain chain(call);
       const ShiftedAffine wb = launch_shifted_affine(call, a, chain);

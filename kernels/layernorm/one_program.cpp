@@ -94,7 +94,7 @@ void one_program(const RowCall& call, const Args& a) {
       }
       static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps"};
       // Rows through windows, enough of them: w and b from their shifted copies, written just before.
-      if (windowed && call.opt.tuning.shift_affine.value_or(shift_affine_pays(call.rows, element_bytes_of<T>()))) {
+      if (windowed && shifted_affine(call.opt.tuning, call.rows, element_bytes_of<T>())) {
         static constexpr const char* shifted_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps", "copy_stride"};
         auto shifted_name = [&] { return "layernorm_shifted_" + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""); };
         LaunchChain chain(call);

@@ -3,6 +3,7 @@
 // thread-block cluster in registers) and staged (a row through shared memory). Launchers: layernorm.hpp.
 #pragma once
 
+#include <optional>
 #include <tuple>
 
 #include "kernels/rows/programs.hpp"
@@ -70,6 +71,44 @@ void normalize_affine_range(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T>
   });
 }
 
+// The looped LayerNorm of row program_id(0) (layernorm_looped_program and, with `copy_stride`,
+// layernorm_looped_shifted_program): the sums' pass, then, with `copy_stride` (PEEL only), a wait for the
+// launch before that wrote w and b's shifted copies and the normalizing pass reading the copy of the
+// row's head at its window's indices; without it, w and b at the row's columns.
+template <class T, int BLOCK, bool PEEL>
+void looped_row(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Ptr<tl::f32> rstd_out,
+                tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::f32> eps,
+                std::optional<tl::Scalar<tl::i32>> copy_stride) {
+  auto row = tl::program_id(0);
+  auto zero = tl::scalar<tl::i32>(0);
+  auto shift = tl::cast<tl::f32>(tl::load(x + row * stride));
+  auto [mean_shifted, rstd] = [&] {
+    if constexpr (PEEL) {
+      auto [base, head] = row_window<T>(row * stride);
+      auto [s1, s2] = shifted_sums<T, BLOCK, true>(x, base, shift, zero, head + n, head);
+      auto moments = shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+      if (copy_stride) {
+        tl::gdc_wait();
+        auto copy = head * *copy_stride;
+        normalize_affine_range<T, BLOCK, true, true>(x, w + copy, b + copy, y, base, zero, head + n, shift, std::get<0>(moments),
+                                                     std::get<1>(moments), head);
+      } else {
+        normalize_affine_range<T, BLOCK, true>(x, w, b, y, base, zero, head + n, shift, std::get<0>(moments), std::get<1>(moments),
+                                               head);
+      }
+      return moments;
+    } else {
+      auto base = row * stride;
+      auto [s1, s2] = shifted_sums<T, BLOCK>(x, base, shift, zero, n);
+      auto moments = shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+      normalize_affine_range<T, BLOCK>(x, w, b, y, base, zero, n, shift, std::get<0>(moments), std::get<1>(moments));
+      return moments;
+    }
+  }();
+  tl::store(mean_out + row, shift + mean_shifted);
+  tl::store(rstd_out + row, rstd);
+}
+
 }  // namespace detail
 
 /// LayerNorm of one row of any width, looping over it in BLOCK-column pieces: the first pass sums
@@ -81,27 +120,7 @@ template <class T, int BLOCK, bool PEEL = false>
 void layernorm_looped_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                               tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                               tl::Scalar<tl::f32> eps) {
-  auto row = tl::program_id(0);
-  auto zero = tl::scalar<tl::i32>(0);
-  auto shift = tl::cast<tl::f32>(tl::load(x + row * stride));
-  auto [mean_shifted, rstd] = [&] {
-    if constexpr (PEEL) {
-      auto [base, head] = row_window<T>(row * stride);
-      auto [s1, s2] = detail::shifted_sums<T, BLOCK, true>(x, base, shift, zero, head + n, head);
-      auto moments = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
-      detail::normalize_affine_range<T, BLOCK, true>(x, w, b, y, base, zero, head + n, shift, std::get<0>(moments),
-                                                     std::get<1>(moments), head);
-      return moments;
-    } else {
-      auto base = row * stride;
-      auto [s1, s2] = detail::shifted_sums<T, BLOCK>(x, base, shift, zero, n);
-      auto moments = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
-      detail::normalize_affine_range<T, BLOCK>(x, w, b, y, base, zero, n, shift, std::get<0>(moments), std::get<1>(moments));
-      return moments;
-    }
-  }();
-  tl::store(mean_out + row, shift + mean_shifted);
-  tl::store(rstd_out + row, rstd);
+  detail::looped_row<T, BLOCK, PEEL>(x, w, b, y, mean_out, rstd_out, stride, n, eps, std::nullopt);
 }
 
 /// layernorm_looped_program through windows with w and b from their shifted copies
@@ -112,17 +131,7 @@ template <class T, int BLOCK>
 void layernorm_looped_shifted_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                                       tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                                       tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> copy_stride) {
-  auto row = tl::program_id(0);
-  auto zero = tl::scalar<tl::i32>(0);
-  auto shift = tl::cast<tl::f32>(tl::load(x + row * stride));
-  auto [base, head] = row_window<T>(row * stride);
-  auto [s1, s2] = detail::shifted_sums<T, BLOCK, true>(x, base, shift, zero, head + n, head);
-  auto [mean_shifted, rstd] = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
-  tl::gdc_wait();
-  auto copy = head * copy_stride;
-  detail::normalize_affine_range<T, BLOCK, true, true>(x, w + copy, b + copy, y, base, zero, head + n, shift, mean_shifted, rstd, head);
-  tl::store(mean_out + row, shift + mean_shifted);
-  tl::store(rstd_out + row, rstd);
+  detail::looped_row<T, BLOCK, true>(x, w, b, y, mean_out, rstd_out, stride, n, eps, copy_stride);
 }
 
 /// Split-row LayerNorm, kernel 1 of 2: program (r, split) of a launch over rows first_row + r writes the

@@ -27,25 +27,21 @@ void check_vector(const RowCall& call, const char* arg, const Arg& buf, std::int
                                 std::to_string(buf.count) + " elements, expected at least " + std::to_string(n));
 }
 
-void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args, std::int64_t group) {
+void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args, std::int64_t group, bool pdl) {
   if (call.collect) {
     call.collect->push_back(&program);
     return;
   }
   LaunchConfig config = call.config(grid);
   config.group = group;
+  config.pdl = pdl;
   program.launch(config, args);
 }
 
 void LaunchChain::operator()(Program& program, Grid grid, std::span<const Arg> args) {
-  if (call_.collect) {
-    call_.collect->push_back(&program);
-    return;
-  }
-  LaunchConfig config = call_.config(grid);
-  config.pdl = started_ && call_.opt.tuning.overlap_launches.value_or(true);
+  const bool pdl = started_ && call_.opt.tuning.overlap_launches.value_or(true);
   started_ = true;
-  program.launch(config, args);
+  launch(call_, program, grid, args, 1, pdl);
 }
 
 SplitPartials split_partials(const RowCall& call, std::int64_t splits, const Arg& first, const Arg& second, const char* first_name,

@@ -76,8 +76,9 @@ Program& row_program(const RowCall& call, const char* name, std::span<const char
 }
 
 /// Runs `program` over `grid` with `args` (or records it, when the call collects); `group`: programs per
-/// resident group (KernelOptions::resident_groups).
-void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args, std::int64_t group = 1);
+/// resident group (KernelOptions::resident_groups); `pdl`: the launch may overlap the stream's previous
+/// kernel (LaunchConfig::pdl; LaunchChain decides).
+void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args, std::int64_t group = 1, bool pdl = false);
 
 /// The launches of one call, in stream order: every launch after the first may overlap the one before
 /// (LaunchConfig::pdl: its programs must call tl::gdc_wait) where Tuning::overlap_launches allows (the
