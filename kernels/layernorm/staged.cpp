@@ -1,6 +1,7 @@
 // The staged LayerNorm: a row (or, in a cluster of up to 8 programs on sm_90, a chunk of it) copied into
 // shared memory once and read back by three passes (exactly two-pass statistics), for f32, f16 and bf16
-// and every stage size; rows that are not whole vectors through their aligned windows. And the resident
+// and every stage size; rows that are not whole vectors through their aligned windows (w and b from shifted
+// copies where shifted_affine says). And the resident
 // one: the same program over groups of co-resident programs of any size.
 #include <array>
 
@@ -33,7 +34,18 @@ void staged(const RowCall& call, const Args& a) {
     with_stage(plan.stage_cols, [&]<int STAGE>() {
       KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), staged_warps_rule(plan.peel));
       shape.cluster = static_cast<int>(plan.split.splits);
-      launch(call, staged_program<T, STAGE>("layernorm_staged", plan, shape), Grid(call.rows * plan.split.splits),
+      const Grid grid(call.rows * plan.split.splits);
+      // Rows through windows, enough of them: w and b from their shifted copies, written just before.
+      if (plan.peel && shifted_affine(call.opt.tuning, call.rows, element_bytes_of<T>())) {
+        static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "chunk", "splits", "eps", "first_row", "copy_stride"};
+        LaunchChain chain(call);
+        const ShiftedAffine wb = launch_shifted_affine(call, a, chain);
+        auto name = [&] { return "layernorm_staged_shifted" + std::to_string(plan.split.splits) + "_" + std::to_string(STAGE); };
+        chain(kernel_for<&layernorm_staged_shifted_program<T, STAGE, kStagePiece>>(shape, name, params), grid,
+              std::array{a.x, wb.w, wb.b, a.y, a.mean, a.rstd, n, n, chunk, splits, Arg::of_f32(a.eps), i32(0), wb.copy_stride});
+        return;
+      }
+      launch(call, staged_program<T, STAGE>("layernorm_staged", plan, shape), grid,
              std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, chunk, splits, Arg::of_f32(a.eps), i32(0)});
     });
   });

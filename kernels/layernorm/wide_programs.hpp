@@ -228,19 +228,16 @@ void layernorm_cluster_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
   tl::store(rstd_out + row, rstd, first);
 }
 
-/// LayerNorm of rows staged through shared memory, read from global memory once and exactly two-pass: each
-/// program's chunk of a row (StagedChunk: one program per row, or a thread-block cluster or resident group
-/// per row that combines its sums through tl::cluster_sum; rows from first_row) is copied into a stage of
-/// STAGE elements of the input dtype, then pass 1 sums x - x[0] from the stage, pass 2 the squares of the
-/// centered values, and pass 3 normalizes and writes y. Only a PIECE-column piece is in registers at a
-/// time, so a program needs few registers and the SM holds as many as its shared memory allows; only the
-/// pieces that hold the chunk's ends are masked. With PEEL the chunk is copied from the vector boundary
-/// before it (row_window), for rows that are not whole vectors.
-template <class T, int STAGE, int PIECE, bool PEEL = false>
-void layernorm_staged_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
-                              tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
-                              tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::f32> eps,
-                              tl::Scalar<tl::i32> first_row) {
+namespace detail {
+
+// The staged LayerNorm of program_id(0)'s chunk (layernorm_staged_program and, with `copy_stride`, PEEL
+// only, layernorm_staged_shifted_program): copy, three passes; with `copy_stride`, a wait for the launch
+// before (the shifted copies of w and b) before the third pass, which then reads w and b from the copy of
+// the chunk's head at its stage indices.
+template <class T, int STAGE, int PIECE, bool PEEL>
+void staged_chunk(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Ptr<tl::f32> rstd_out,
+                  tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits,
+                  tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> first_row, std::optional<tl::Scalar<tl::i32>> copy_stride) {
   const auto part = StagedChunk<T, STAGE, PIECE, PEEL>::of(stride, n, chunk, splits, first_row);
   tl::Stage<T, STAGE> stage;
   part.copy(stage, x);
@@ -258,23 +255,63 @@ void layernorm_staged_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<
   });
   auto rstd = tl::rsqrt(tl::cluster_sum(tl::sum(s2)) / count + eps);
   auto mean_rstd = mean_shifted * rstd;
-  part.pieces(std::tuple<>{}, [&](auto from, const PieceMask<PIECE>& in_row) {
-    auto col = [&] {  // the row's column of each stage element
+  // Pass 3 with w and b at `wr` and `br`, stage element i of the piece at `from` at index col(from)[i].
+  auto normalize = [&](tl::Ptr<T> wr, tl::Ptr<T> br, auto col) {
+    part.pieces(std::tuple<>{}, [&](auto from, const PieceMask<PIECE>& in_row) {
+      in_row.access([&](const auto&... mask) {
+        // (x - shift - mean_shifted) * rstd as one multiply-add on the small x - shift.
+        auto normalized = shifted(from) * rstd - mean_rstd;
+        auto wv = tl::cast<tl::f32>(tl::load(wr + col(from), mask...));
+        auto bv = tl::cast<tl::f32>(tl::load(br + col(from), mask...));
+        tl::store(y + part.base + from + part.cols, tl::cast<T>(normalized * wv + bv), mask...);
+      });
+      return std::tuple<>{};
+    });
+  };
+  if (copy_stride) {
+    // Copy h of w and b holds column c at index c + h: the chunk's head's copy at stage indices.
+    tl::gdc_wait();
+    auto copy = part.head * *copy_stride;
+    normalize(w + copy, b + copy, [&](auto from) { return part.start + from + part.cols; });
+  } else {
+    normalize(w, b, [&](auto from) {  // the row's column of each stage element
       if constexpr (PEEL) return part.start + from + part.cols - part.head;
       else return part.start + from + part.cols;
-    }();
-    in_row.access([&](const auto&... mask) {
-      // (x - shift - mean_shifted) * rstd as one multiply-add on the small x - shift.
-      auto normalized = shifted(from) * rstd - mean_rstd;
-      auto wv = tl::cast<tl::f32>(tl::load(w + col, mask...));
-      auto bv = tl::cast<tl::f32>(tl::load(b + col, mask...));
-      tl::store(y + part.base + from + part.cols, tl::cast<T>(normalized * wv + bv), mask...);
     });
-    return std::tuple<>{};
-  });
+  }
   auto first = part.pid % splits == 0;
   tl::store(mean_out + part.row, shift + mean_shifted, first);
   tl::store(rstd_out + part.row, rstd, first);
+}
+
+}  // namespace detail
+
+/// LayerNorm of rows staged through shared memory, read from global memory once and exactly two-pass: each
+/// program's chunk of a row (StagedChunk: one program per row, or a thread-block cluster or resident group
+/// per row that combines its sums through tl::cluster_sum; rows from first_row) is copied into a stage of
+/// STAGE elements of the input dtype, then pass 1 sums x - x[0] from the stage, pass 2 the squares of the
+/// centered values, and pass 3 normalizes and writes y. Only a PIECE-column piece is in registers at a
+/// time, so a program needs few registers and the SM holds as many as its shared memory allows; only the
+/// pieces that hold the chunk's ends are masked. With PEEL the chunk is copied from the vector boundary
+/// before it (row_window), for rows that are not whole vectors.
+template <class T, int STAGE, int PIECE, bool PEEL = false>
+void layernorm_staged_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                              tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                              tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::f32> eps,
+                              tl::Scalar<tl::i32> first_row) {
+  detail::staged_chunk<T, STAGE, PIECE, PEEL>(x, w, b, y, mean_out, rstd_out, stride, n, chunk, splits, eps, first_row, std::nullopt);
+}
+
+/// layernorm_staged_program through windows (PEEL) with w and b from their shifted copies
+/// (layernorm_shifted_affine_program, launched just before, `w` and `b` at copy 0's w and b,
+/// `copy_stride` = 2S): the copy and the two statistics passes overlap the copies; the third pass waits
+/// for them (tl::gdc_wait) and reads w and b 16 bytes at a time. Chunks start on whole vectors.
+template <class T, int STAGE, int PIECE>
+void layernorm_staged_shifted_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                                      tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                                      tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::f32> eps,
+                                      tl::Scalar<tl::i32> first_row, tl::Scalar<tl::i32> copy_stride) {
+  detail::staged_chunk<T, STAGE, PIECE, true>(x, w, b, y, mean_out, rstd_out, stride, n, chunk, splits, eps, first_row, copy_stride);
 }
 
 }  // namespace tilefuse::kernels

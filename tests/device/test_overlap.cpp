@@ -155,6 +155,9 @@ TEST_F(Gpu, ShiftedCopiesOfWAndBGiveTheSameBits) {
   check_shifted_affine<half>(77, 9001, RowVariant::one_program);  // pieces past the strided kernel's widest
   check_shifted_affine<bfloat16>(300, 20853, RowVariant::looped);
   check_shifted_affine<float>(130, 18179, RowVariant::looped);
+  check_shifted_affine<half>(300, 75541, RowVariant::staged);     // a cluster of stages per row
+  check_shifted_affine<bfloat16>(260, 129309, RowVariant::staged);
+  check_shifted_affine<half>(300, 9001, RowVariant::staged);      // one stage per row
 }
 
 }  // namespace

@@ -219,6 +219,8 @@ TEST(LayerNormInterp, ShiftedCopiesOfWAndBGiveTheSameBits) {
   check_shifted_affine<bfloat16>(37, 9001, RowVariant::one_program);   // pieces past the strided kernel's widest
   check_shifted_affine<float>(37, 5003, RowVariant::looped);
   check_shifted_affine<bfloat16>(37, 20001, RowVariant::looped);
+  check_shifted_affine<half>(5, 40001, RowVariant::staged);   // chunks over a cluster, each from its own head's copy
+  check_shifted_affine<bfloat16>(3, 9001, RowVariant::staged);  // one program per row
 }
 
 TEST(LayerNormInterp, LoopedAnyWidth) {

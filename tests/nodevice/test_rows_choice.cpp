@@ -211,6 +211,34 @@ TEST(RowsChoice, LayerNormRowsThroughWindowsReadShiftedCopiesOfWAndB) {
   EXPECT_EQ(again.launches()[0].kernel.rfind("layernorm_peeled_", 0), 0u) << again.launches()[0].kernel;
 }
 
+TEST(RowsChoice, StagedLayerNormRowsThroughWindowsReadShiftedCopies) {
+  // Staged rows of halves through windows (1646 of 75541 f16, a cluster of 5 stages per row; 347 of
+  // 188871 f16, 8 stages of 47 KB): the copies are the call's first launch, and the staged kernel, launched
+  // to overlap them, waits for them only before its third pass reads w and b 16 bytes at a time.
+  auto* base = reinterpret_cast<half*>(std::uintptr_t{0x10000000});
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1646, 75541}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    DeviceView<half> x(base, rows * cols), w(base, cols), y(base + rows * cols, rows * cols);
+    auto* f = reinterpret_cast<float*>(base + 2 * rows * cols);
+    kernels::RowStats<DeviceView<float>> st{DeviceView<float>(f, rows), DeviceView<float>(f + rows, rows)};
+    InspectLaunches h200;
+    kernels::layernorm_auto(x, w, w, y, st, rows, cols, 1e-5f, kGpu);
+    const auto& launches = h200.launches();
+    ASSERT_EQ(launches.size(), 2u);
+    EXPECT_EQ(launches[0].kernel, "layernorm_shifted_affine");
+    EXPECT_FALSE(launches[0].pdl);
+    EXPECT_EQ(launches[1].kernel.rfind("layernorm_staged_shifted", 0), 0u) << launches[1].kernel;
+    EXPECT_TRUE(launches[1].pdl);
+    const std::string& cuda = launches[1].cuda;
+    const auto wait = cuda.find("tf_gdc_wait();");
+    ASSERT_NE(wait, std::string::npos);
+    EXPECT_GT(wait, cuda.find("tf_copy_async")) << "x's copy into the stage overlaps the copies of w and b";
+    EXPECT_LT(wait, cuda.find("ptr_add %2,")) << "b's copy is read only after the wait";
+    EXPECT_GE(test::occurrences(cuda.substr(wait), "tf_load_vec<unsigned, 4>(reinterpret_cast<const unsigned*>(v"), 2u)
+        << "w and b in 16-byte loads";
+  }
+}
+
 namespace {
 
 template <class H>
