@@ -14,11 +14,11 @@ bool split_fits(std::int64_t rows, std::int64_t cols, int, const RowOptions& opt
   return few_rows(tilefuse::target(opt.backend), rows, cols, layernorm_launch::kLoopBlock);
 }
 
-// Rows too wide for one program: staged (read once, a cluster of up to 8 stages of kNormStageBytes or
-// Tuning::stage_bytes) where it fits, unless the looped kernel's second pass finds its rows in the L2
-// (staged_over_looped).
+// Rows too wide for one program: staged (read once, a cluster of up to 8 stages of up to
+// kAutoMaxStageBytes, or Tuning::stage_bytes where larger) where it fits, unless the looped kernel's
+// second pass finds its rows in the L2 (staged_over_looped).
 bool staged_chosen(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, opt.tuning.stage_bytes.value_or(kNormStageBytes) / element_bytes);
+  const std::int64_t piece = auto_stage_cols(element_bytes, kNormStageBytes, opt.tuning);
   return staged_over_looped(tilefuse::target(opt.backend), rows, cols, element_bytes, piece, layernorm_launch::kLoopBlock, opt.tuning);
 }
 

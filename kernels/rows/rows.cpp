@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/rows/rules.hpp"
+#include "kernels/rows/shapes.hpp"
 #include "kernels/rows/workspace.hpp"
 
 namespace tilefuse::kernels {
@@ -160,6 +161,10 @@ bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t
   std::int64_t per_sm = std::max(1, tuning.resident_threads.value_or(kLoopedResidentThreads) / (32 * std::max(1, warps)));
   if (tuning.looped_programs_per_sm) per_sm = std::min<std::int64_t>(per_sm, *tuning.looped_programs_per_sm);
   return std::min(rows, per_sm * sms) * row_bytes * 100 <= target.l2_bytes * kL2ReusePercent;
+}
+
+std::int64_t auto_stage_cols(int element_bytes, std::int64_t family_stage_bytes, const Tuning& tuning) {
+  return std::min<std::int64_t>(kStageMaxCols, std::max(tuning.stage_bytes.value_or(family_stage_bytes), kAutoMaxStageBytes) / element_bytes);
 }
 
 bool stages_hold(const Target& target, std::int64_t cols, std::int64_t piece) {

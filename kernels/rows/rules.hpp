@@ -129,6 +129,17 @@ inline constexpr int kLoopedResidentThreads = 1024;
 /// moves fewer bytes. The interpreter (no L2, no SMs): yes, the looped kernels run on every target.
 bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t row_bytes, int warps, const Tuning& tuning = {});
 
+/// Largest stage the automatic choice lets one program of a staged cluster hold (the launchers size the
+/// stages of a row by its chunk, at least the family's own stage): 64 KB stages beat the looped kernels,
+/// 128 KB stages lost to them (softmax, bench/NOTES.md); LayerNorm's rows of 256-512 KB, staged in
+/// stages of 47-64 KB, ran 0.03-0.04 x copy ahead of looped.
+inline constexpr std::int64_t kAutoMaxStageBytes = 65536;
+
+/// Columns of `element_bytes` one staged program of the automatic choice holds: a stage of
+/// kAutoMaxStageBytes, or of `family_stage_bytes` / Tuning::stage_bytes where larger, and at most
+/// kStageMaxCols.
+std::int64_t auto_stage_cols(int element_bytes, std::int64_t family_stage_bytes, const Tuning& tuning);
+
 /// Whether a staged kernel whose programs hold up to `piece` columns takes rows of `cols` on `target`:
 /// one program, or a cluster of up to 8 where the target runs clusters.
 bool stages_hold(const Target& target, std::int64_t cols, std::int64_t piece);

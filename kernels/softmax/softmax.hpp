@@ -28,16 +28,13 @@ inline constexpr std::int64_t kSoftmaxClusterMaxCols = 8 * kSoftmaxMaxCols;
 inline constexpr std::int64_t kSoftmaxStagedMaxCols = 8 * kStageMaxCols;
 /// Most splits of one row the split-row softmax supports (the combine kernel holds them as one tile).
 inline constexpr std::int64_t kSoftmaxMaxSplits = 1024;
-/// Largest stage the automatic choice lets one program of a staged cluster hold: 64 KB stages beat the
-/// looped kernel, 128 KB stages lost to it (bench/NOTES.md).
-inline constexpr std::int64_t kSoftmaxAutoMaxStageBytes = 65536;
 
 /// The softmax variants, in the automatic choice's order of preference.
 std::span<const VariantInfo> softmax_variants();
 /// The variant softmax_auto runs for `rows` rows of `cols` elements of `element_bytes` on `opt.backend`.
 RowVariant softmax_choice(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt = {});
 /// Whether softmax_auto can send rows of `cols` elements of `element_bytes` to the staged kernel: one
-/// program, or a cluster of at most 8 whose stages hold at most kSoftmaxAutoMaxStageBytes each (or
+/// program, or a cluster of at most 8 whose stages hold at most kAutoMaxStageBytes each (or
 /// Tuning::stage_bytes when that is larger). It does when, besides, the looped kernel's second pass would
 /// not find its rows in the L2 (looped_rereads_fit_l2 in kernels/rows/rules.hpp).
 bool softmax_staged_fits(std::int64_t cols, int element_bytes, Backend backend, const Tuning& tuning = {});

@@ -8,13 +8,8 @@ namespace {
 
 bool one_program_fits(std::int64_t, std::int64_t cols, int, const RowOptions&) { return cols <= kSoftmaxMaxCols; }
 
-// Columns one staged program holds when its stage is at most `stage_bytes`.
-std::int64_t stage_piece(std::int64_t stage_bytes, int element_bytes) { return std::min<std::int64_t>(kStageMaxCols, stage_bytes / element_bytes); }
-
 // Columns one staged program of the automatic choice holds.
-std::int64_t auto_stage_piece(int element_bytes, const RowOptions& opt) {
-  return stage_piece(std::max(opt.tuning.stage_bytes.value_or(32768), kSoftmaxAutoMaxStageBytes), element_bytes);
-}
+std::int64_t auto_stage_piece(int element_bytes, const RowOptions& opt) { return auto_stage_cols(element_bytes, 32768, opt.tuning); }
 
 bool staged_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions& opt) {
   return stages_hold(tilefuse::target(opt.backend), cols, auto_stage_piece(element_bytes, opt));

@@ -69,7 +69,13 @@ TEST(RowsChoice, WideRowsLoopWhereTheSecondPassFindsThemInTheL2) {
   EXPECT_EQ(kernels::layernorm_choice(2158, 57480, 2, {Backend::gpu, nullptr, half}), RowVariant::looped);
   // Rows too few for two looped programs a SM read once: 100 rows of 256 KB (25 MB) as staged clusters of 4.
   EXPECT_EQ(kernels::softmax_choice(100, 131072, 2, kGpu), RowVariant::staged);
+  // Rows of 256-512 KB: a cluster of 8 stages of up to 64 KB each, for both families.
+  EXPECT_EQ(kernels::layernorm_choice(347, 188871, 2, kGpu), RowVariant::staged);  // 377 KB
+  EXPECT_EQ(kernels::softmax_choice(347, 188871, 2, kGpu), RowVariant::staged);
+  EXPECT_EQ(kernels::layernorm_choice(1439, 131400, 2, kGpu), RowVariant::staged);  // 263 KB
+  EXPECT_EQ(kernels::layernorm_choice(500, 131072, 4, kGpu), RowVariant::staged);   // 512 KB, the most
   // Too wide for a cluster of stages: looped, whatever the L2.
+  EXPECT_EQ(kernels::layernorm_choice(500, 131073, 4, kGpu), RowVariant::looped);
   EXPECT_EQ(kernels::layernorm_choice(1000, 300000, 4, kGpu), RowVariant::looped);
   // The rule on its own: on an interpreter (no L2) the looped kernels run.
   EXPECT_TRUE(kernels::looped_rereads_fit_l2(sm90, 528, 95000, 8));    // 50.2 MB of 50.3
@@ -216,7 +222,7 @@ TEST(RowsChoice, StagedLayerNormRowsThroughWindowsReadShiftedCopies) {
   // 188871 f16, 8 stages of 47 KB): the copies are the call's first launch, and the staged kernel, launched
   // to overlap them, waits for them only before its third pass reads w and b 16 bytes at a time.
   auto* base = reinterpret_cast<half*>(std::uintptr_t{0x10000000});
-  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1646, 75541}}) {
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1646, 75541}, {347, 188871}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
     DeviceView<half> x(base, rows * cols), w(base, cols), y(base + rows * cols, rows * cols);
     auto* f = reinterpret_cast<float*>(base + 2 * rows * cols);
