@@ -18,7 +18,7 @@ bool split_fits(std::int64_t rows, std::int64_t cols, int, const RowOptions& opt
 // kAutoMaxStageBytes, or Tuning::stage_bytes where larger) where it fits, unless the looped kernel's
 // second pass finds its rows in the L2 (staged_over_looped).
 bool staged_chosen(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  const std::int64_t piece = auto_stage_cols(element_bytes, kNormStageBytes, opt.tuning);
+  const std::int64_t piece = auto_stage_cols(element_bytes, opt.tuning);
   return staged_over_looped(tilefuse::target(opt.backend), rows, cols, element_bytes, piece, layernorm_launch::kLoopBlock, opt.tuning);
 }
 

@@ -163,8 +163,8 @@ bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t
   return std::min(rows, per_sm * sms) * row_bytes * 100 <= target.l2_bytes * kL2ReusePercent;
 }
 
-std::int64_t auto_stage_cols(int element_bytes, std::int64_t family_stage_bytes, const Tuning& tuning) {
-  return std::min<std::int64_t>(kStageMaxCols, std::max(tuning.stage_bytes.value_or(family_stage_bytes), kAutoMaxStageBytes) / element_bytes);
+std::int64_t auto_stage_cols(int element_bytes, const Tuning& tuning) {
+  return std::min<std::int64_t>(kStageMaxCols, std::max(tuning.stage_bytes.value_or(kAutoMaxStageBytes), kAutoMaxStageBytes) / element_bytes);
 }
 
 bool stages_hold(const Target& target, std::int64_t cols, std::int64_t piece) {

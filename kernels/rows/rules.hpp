@@ -136,9 +136,8 @@ bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t
 inline constexpr std::int64_t kAutoMaxStageBytes = 65536;
 
 /// Columns of `element_bytes` one staged program of the automatic choice holds: a stage of
-/// kAutoMaxStageBytes, or of `family_stage_bytes` / Tuning::stage_bytes where larger, and at most
-/// kStageMaxCols.
-std::int64_t auto_stage_cols(int element_bytes, std::int64_t family_stage_bytes, const Tuning& tuning);
+/// kAutoMaxStageBytes, or of Tuning::stage_bytes where larger, and at most kStageMaxCols.
+std::int64_t auto_stage_cols(int element_bytes, const Tuning& tuning);
 
 /// Whether a staged kernel whose programs hold up to `piece` columns takes rows of `cols` on `target`:
 /// one program, or a cluster of up to 8 where the target runs clusters.

@@ -9,7 +9,7 @@ namespace {
 bool one_program_fits(std::int64_t, std::int64_t cols, int, const RowOptions&) { return cols <= kSoftmaxMaxCols; }
 
 // Columns one staged program of the automatic choice holds.
-std::int64_t auto_stage_piece(int element_bytes, const RowOptions& opt) { return auto_stage_cols(element_bytes, 32768, opt.tuning); }
+std::int64_t auto_stage_piece(int element_bytes, const RowOptions& opt) { return auto_stage_cols(element_bytes, opt.tuning); }
 
 bool staged_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions& opt) {
   return stages_hold(tilefuse::target(opt.backend), cols, auto_stage_piece(element_bytes, opt));
