@@ -1,8 +1,8 @@
 // The staged LayerNorm: a row (or, in a cluster of up to 8 programs on sm_90, a chunk of it) copied into
 // shared memory once and read back by three passes (exactly two-pass statistics), for f32, f16 and bf16
-// and every stage size; rows that are not whole vectors through their aligned windows (w and b from shifted
-// copies where shifted_affine says). And the resident
-// one: the same program over groups of co-resident programs of any size.
+// and every stage size; rows that are not whole vectors through their aligned windows (w and b from
+// shifted copies where shifted_affine says). And the resident one: the same program over groups of
+// co-resident programs of any size.
 #include <array>
 
 #include "kernels/layernorm/launchers.hpp"

@@ -8,26 +8,23 @@ namespace {
 
 bool one_program_fits(std::int64_t, std::int64_t cols, int, const RowOptions&) { return cols <= kSoftmaxMaxCols; }
 
-// Columns one staged program of the automatic choice holds.
-std::int64_t auto_stage_piece(int element_bytes, const RowOptions& opt) { return auto_stage_cols(element_bytes, opt.tuning); }
-
 bool staged_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  return stages_hold(tilefuse::target(opt.backend), cols, auto_stage_piece(element_bytes, opt));
+  return stages_hold(tilefuse::target(opt.backend), cols, auto_stage_cols(element_bytes, opt.tuning));
 }
 
 // Rows too wide for one program: staged (read once) where it fits, unless the looped kernel's second
 // pass finds its rows in the L2: then the looped kernel, which keeps more rows in flight than stages of
 // them fit in shared memory (staged_over_looped).
 bool staged_chosen(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  return staged_over_looped(tilefuse::target(opt.backend), rows, cols, element_bytes, auto_stage_piece(element_bytes, opt),
+  return staged_over_looped(tilefuse::target(opt.backend), rows, cols, element_bytes, auto_stage_cols(element_bytes, opt.tuning),
                             softmax_launch::kLoopBlock, opt.tuning);
 }
 
 // Few wide rows: split when the read-once choice (one program per row, or a staged cluster of up to 8)
 // would leave the GPU short of programs.
 bool split_fits(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  const std::int64_t per_row =
-      cols > kSoftmaxMaxCols && staged_fits(rows, cols, element_bytes, opt) ? (cols + auto_stage_piece(element_bytes, opt) - 1) / auto_stage_piece(element_bytes, opt) : 1;
+  const std::int64_t piece = auto_stage_cols(element_bytes, opt.tuning);
+  const std::int64_t per_row = cols > kSoftmaxMaxCols && staged_fits(rows, cols, element_bytes, opt) ? (cols + piece - 1) / piece : 1;
   return few_rows(tilefuse::target(opt.backend), rows * per_row, cols, softmax_launch::kLoopBlock);
 }
 
