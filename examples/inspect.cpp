@@ -7,7 +7,7 @@
 //   inspect [--kernel softmax|softmax_unfused|layernorm|rmsnorm|epilogue|epilogue_unfused|attention|
 //                     attention_naive|matmul]
 //           [--variant automatic|one_program|looped|split|cluster|staged|resident] [--splits N]
-//           [--peel 0|1] [--pack-rows 0|1] [--stage-rows 0|1] [--stride-rows 0|1] [--shift-affine 0|1]
+//           [--peel 0|1] [--pack-rows 0|1] [--stage-rows 0|1] [--stage-stores 0|1] [--stride-rows 0|1] [--shift-affine 0|1]
 //                                                                              (row kernels' knobs)
 //           [--dtype f32|f16|bf16] [--rows R] [--cols N]              (row kernels: R rows of N elements)
 //           [--batch B] [--heads H] [--seq S] [--head-dim D] [--causal 0|1]            (attention)
@@ -77,6 +77,7 @@ void call(const std::map<std::string, std::string>& f) {
   knob("--peel", opt.tuning.peel);
   knob("--pack-rows", opt.tuning.pack_rows);
   knob("--stage-rows", opt.tuning.stage_rows);
+  knob("--stage-stores", opt.tuning.stage_stores);
   knob("--stride-rows", opt.tuning.stride_rows);
   knob("--shift-affine", opt.tuning.shift_affine);
   FakeMemory mem;
@@ -129,7 +130,7 @@ int main(int argc, char** argv) {
     }
     static const char* known[] = {"--kernel", "--variant", "--splits", "--dtype", "--rows", "--cols", "--batch", "--heads", "--seq",
                                   "--head-dim", "--causal", "--m", "--n", "--k", "--gelu", "--index", "--arch", "--sms", "--only", "--cubin",
-                                  "--peel", "--pack-rows", "--stage-rows", "--stride-rows", "--shift-affine"};
+                                  "--peel", "--pack-rows", "--stage-rows", "--stage-stores", "--stride-rows", "--shift-affine"};
     for (const auto& [k, v] : flags)
       if (std::find(std::begin(known), std::end(known), k) == std::end(known)) throw std::invalid_argument("inspect: unknown flag " + k);
     const std::string arch = flags.count("--arch") ? flags["--arch"] : "";

@@ -40,7 +40,8 @@ void TileEmitter::check() const {
     throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': num_warps must be a power of two from 1 to 32, got " +
                                 std::to_string(opt_.num_warps));
   ir::walk(fn_.body, [&](const ir::Instr& in) {
-    if ((ir::is_stage_access(in.op) && !ir::is_stage_indexed(in.op)) || ir::is_cluster_reduction(in.op))
+    const bool stage_supported = ir::is_stage_indexed(in.op) || in.op == Op::stage_copy;
+    if ((ir::is_stage_access(in.op) && !stage_supported) || ir::is_cluster_reduction(in.op))
       throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': " + ir::op_name(in.op) +
                                   " is not supported in programs with 2D tiles yet");
   });
@@ -52,6 +53,7 @@ std::string TileEmitter::run() {
   // Stages first, for the kernel's lifetime.
   for (const ir::Stage& st : fn_.stages) stage_at_.push_back(allocate(st.size * ir::dtype_bytes(st.dtype)));
   stage_last_.assign(fn_.stages.size(), StageUse::none);
+  stage_copying_.assign(fn_.stages.size(), false);
   for (const ir::Instr& in : fn_.body) instr(in);
   std::ostringstream out;
   out << "// tilefuse kernel '" << fn_.name << "': " << opt_.num_warps << " warps (" << threads_
@@ -59,6 +61,7 @@ std::string TileEmitter::run() {
   for (std::size_t k = 0; k < layouts_.size(); ++k) out << "// layout L" << k << ": " << layouts_[k].str() << "\n";
   out << prelude::core << "\n";
   if (any_of_ops(fn_.body, [](Op op) { return op == Op::rand; })) out << prelude::rand << "\n";
+  if (any_of_ops(fn_.body, [](Op op) { return op == Op::stage_copy; })) out << prelude::copy << "\n";
   out << prelude::mma << "\n";
   if (uses_warpgroup_mma()) {
     out << prelude::wgmma << "\n";
@@ -402,6 +405,7 @@ void TileEmitter::instr(const ir::Instr& in) {
     return;
   }
   if (ir::is_stage_indexed(in.op)) return stage_indexed(in);
+  if (in.op == Op::stage_copy) return stage_copy(in);
   const ir::ValueType& t = fn_.values[in.result];
   if (in.op == Op::load) return a_.home[in.result].where == Where::shared ? shared_load(in) : load(in);
   if (ir::is_reduction(in.op)) return reduce_scalar(in);
@@ -429,7 +433,8 @@ void TileEmitter::instr(const ir::Instr& in) {
 void TileEmitter::loop(const ir::Instr& in) {
   const std::size_t carried = in.block_args.size() - 1;
   // A stage access in the body follows the previous iteration's, and one after the loop the last
-  // iteration's: neither order is known at this point of the text.
+  // iteration's: neither order is known at this point of the text (nor which copies are in flight).
+  for (std::size_t k = 0; k < stage_copying_.size(); ++k) wait_for_copies(static_cast<int>(k));
   std::fill(stage_last_.begin(), stage_last_.end(), StageUse::unknown);
   for (std::size_t k = 0; k < carried; ++k) {
     const ir::ValueId b = in.block_args[k + 1], init = in.args[k + 3];
@@ -525,6 +530,7 @@ void TileEmitter::loop(const ir::Instr& in) {
     };
   }
   for (const ir::Instr& b : in.body) instr(b);
+  for (std::size_t k = 0; k < stage_copying_.size(); ++k) wait_for_copies(static_cast<int>(k));
   std::fill(stage_last_.begin(), stage_last_.end(), StageUse::unknown);
   emit_pending_prefetch();  // a body without a barrier of its own: its copies at the end (after one)
   pending_prefetch_ = std::move(outer_pending);

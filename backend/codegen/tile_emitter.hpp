@@ -79,6 +79,13 @@ class TileEmitter {
   /// A stage gather or scatter, each lane at its own offset (16-byte runs where the offsets are provably
   /// contiguous and aligned), after a barrier unless it only reads after reads.
   void stage_indexed(const ir::Instr& in);
+  /// A stage copy from global memory (tl::Stage::copy) of a 1D pointer tile: asynchronous runs of 4 to
+  /// 16 bytes where the pointers are provably contiguous and aligned (zero-filled where masked off), else
+  /// element by element; the stage's next access waits for them.
+  void stage_copy(const ir::Instr& in);
+  /// Before an access of stage k: waits for this thread's copies into it, if any are in flight (the
+  /// barrier that publishes them to the other threads follows, as after any write).
+  void wait_for_copies(int k);
   void load(const ir::Instr& in);
   void store(const ir::Instr& in);
   /// Elements per access of a load or store of `ptr` (masked by `mask`, -1: none) in layout l.
@@ -247,10 +254,11 @@ class TileEmitter {
   int groups_committed_ = 0;                    // cp.async commit groups issued so far (in emission order)
   bool reads_pending_ = false;                  // shared buffers read since the last barrier
   /// How a stage was last accessed at this point of the emitted code (a barrier goes before an access
-  /// unless both are reads, or the stage was never accessed).
-  enum class StageUse : std::uint8_t { none, read, write, unknown };
+  /// unless both are reads or both copies, or the stage was never accessed).
+  enum class StageUse : std::uint8_t { none, read, write, copied, unknown };
   std::vector<std::int64_t> stage_at_;          // byte offset of each stage in shared memory
   std::vector<StageUse> stage_last_;
+  std::vector<bool> stage_copying_;             // stage copies issued and not yet waited for
   std::int64_t shared_top_ = 0;                 // next free byte (buffers of finished loops are free again)
   std::int64_t shared_high_ = 0;                // the most ever in use: where the scratch area starts
   std::int64_t scratch_bytes_ = 0;

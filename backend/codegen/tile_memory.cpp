@@ -56,6 +56,7 @@ void TileEmitter::stage_indexed(const ir::Instr& in) {
   const TileLayout2 l = store ? layout_of(tile) : a_.home[in.result].layout;
   const std::size_t mask_at = store ? 2 : 1;
   const ir::ValueId mask = in.args.size() > mask_at && !a_.axis[in.args[mask_at]].always_true ? in.args[mask_at] : -1;
+  wait_for_copies(k);
   if (stage_last_[k] != StageUse::none && !(stage_last_[k] == StageUse::read && !store)) barrier();
   stage_last_[k] = store ? StageUse::write : StageUse::read;
   // Runs: as long as the layout keeps in one thread's registers and the offsets are provably contiguous
@@ -92,6 +93,72 @@ void TileEmitter::stage_indexed(const ir::Instr& in) {
   const std::string value = kept_of(in.result, st.dtype, "tf_w[k]");
   os_ << "#pragma unroll\n    for (int k = 0; k < " << W << "; ++k) " << r << "[e0 + k] = " << (cond.empty() ? value : "(" + cond + ") ? " + value + " : " + other)
       << ";\n  }\n";
+}
+
+void TileEmitter::wait_for_copies(int k) {
+  if (!stage_copying_[k]) return;
+  os_ << "  tf_copy_wait();  // this thread's copies into stage @" << k << " have landed\n";
+  std::fill(stage_copying_.begin(), stage_copying_.end(), false);  // (the wait is for all of them)
+}
+
+void TileEmitter::stage_copy(const ir::Instr& in) {
+  const int k = in.as<ir::attr::StageRef>().stage;
+  const ir::Stage& st = fn_.stages.at(k);
+  const ir::ValueType& pt = fn_.values[in.args[1]];
+  const TileLayout2 l = passes::default_layout(pt, warps_);
+  const ir::ValueId mask = in.args.size() > 2 && !a_.axis[in.args[2]].always_true ? in.args[2] : -1;
+  // The copy overwrites elements other threads may have read or written since the last barrier (copies
+  // into one element with no access between them land in either order, as tl::Stage::copy says).
+  if (stage_last_[k] != StageUse::none && stage_last_[k] != StageUse::copied) barrier();
+  stage_last_[k] = StageUse::copied;
+  const int bytes = ir::dtype_bytes(st.dtype);
+  const passes::AxisInfo& oi = a_.axis[in.args[0]];
+  const std::int64_t P = pt.dims[0];
+  const bool inside = oi.bounded && oi.min >= 0 && oi.max <= st.size - P;  // every element lands in the stage
+  // Runs of W elements: contiguous and aligned pointers held in one thread's registers, a stage offset
+  // aligned to the run (the stage starts 16-byte aligned), wholly inside or outside the stage.
+  int W = pointer_width(l, in.args[1], st.dtype);
+  while (W > 1 && (oi.divisibility < W || (!inside && st.size % W != 0))) W /= 2;
+  if (W * bytes < 4) W = 1;
+  const bool lanes = mask >= 0 && W > 1 && a_.axis[mask].constancy < W;  // a run partly in the mask
+  // Pointers and mask materialized before anything is emitted (they may be computed here, lazily).
+  const std::string p = get(in.args[1], l), base = "tf_stage" + std::to_string(k), S = text::storage_type(st.dtype);
+  if (mask >= 0) get(mask, l);
+  auto index = [&](const std::string& e) { return v(in.args[0]) + " + " + coord(l, 0, e); };
+  auto in_stage = [&](const std::string& e) { return inside ? std::string() : "(unsigned)(" + index(e) + ") < " + std::to_string(st.size) + "u"; };
+  auto both = [](const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + " && " + b; };
+  const std::string owner = owner_guard(l);
+  if (!owner.empty()) os_ << "  if (" << owner << ") {  // (the tile is held more than once: its first holders copy it)\n";
+  // One element, synchronously: 0 where the mask is off.
+  auto element = [&](const std::string& e, const std::string& indent) {
+    const std::string one = "*" + bounds_.checked(p + "[" + e + "]", in, in.args[1], 1);
+    const std::string value = mask >= 0 ? at(mask, l, e) + " ? " + one + " : (" + S + ")0" : one;
+    const std::string c = in_stage(e);
+    os_ << indent << (c.empty() ? "" : "if (" + c + ") ") << base << "[" << index(e) << "] = " << value << ";\n";
+  };
+  if (W == 1) {
+    os_ << "#pragma unroll\n  for (int e = 0; e < " << l.per_thread() << "; ++e)\n";
+    element("e", "    ");
+  } else {
+    const std::string B = std::to_string(W * bytes);
+    os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
+    const std::string c = in_stage("e0");
+    if (!c.empty()) os_ << "    if (" << c << ")\n";
+    if (lanes) {
+      // Every lane in the mask: one asynchronous copy of the run; else its lanes one by one.
+      os_ << "    if (" << every_lane(mask, l, W) << ") tf_copy_async<" << B << ">(" << base << " + " << index("e0") << ", "
+          << bounds_.checked(p + "[e0]", in, in.args[1], W) << ", true);\n";
+      os_ << "    else\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e)\n";
+      element("e", "        ");
+    } else {
+      const std::string on = mask >= 0 ? at(mask, l, "e0") : "true";
+      os_ << "    tf_copy_async<" << B << ">(" << base << " + " << index("e0") << ", " << bounds_.checked(p + "[e0]", in, in.args[1], W, on)
+          << ", " << on << ");\n";
+    }
+    os_ << "  }\n";
+    stage_copying_[k] = true;
+  }
+  if (!owner.empty()) os_ << "  }\n";
 }
 
 void TileEmitter::load(const ir::Instr& in) {

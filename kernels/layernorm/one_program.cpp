@@ -47,6 +47,8 @@ void one_program(const RowCall& call, const Args& a) {
     // windows, or (staged) as one run of memory through shared memory, w and b then aligned with every
     // row, on tiles as wide as the softmax packs.
     const bool staged = staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>(), /*column_operands=*/true);
+    // Rows read row by row that are not whole vectors may still be written through shared memory.
+    const bool staged_store = !staged && !peel && staged_stores(call.opt.tuning, call.cols, element_bytes_of<T>());
     const std::int64_t width = peel && !staged ? window : call.cols;
     if (packed_rows(call.opt.tuning, width, call.cols, element_bytes_of<T>())) {
       static constexpr const char* packed_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "n_rows", "eps"};
@@ -57,7 +59,9 @@ void one_program(const RowCall& call, const Args& a) {
           const KernelShape shape = packed_shape(call.opt.tuning);
           Program& p = staged ? kernel_for<&layernorm_staged_rows_program<T, R, C>>(shape, [&] { return name("layernorm_staged_rows_"); }, packed_params)
                        : peel ? kernel_for<&layernorm_rows_program<T, R, C, true>>(shape, [&] { return name("layernorm_rows_") + "_peeled"; }, packed_params)
-                              : kernel_for<&layernorm_rows_program<T, R, C, false>>(shape, [&] { return name("layernorm_rows_"); }, packed_params);
+                       : staged_store
+                           ? kernel_for<&layernorm_rows_program<T, R, C, false, true>>(shape, [&] { return name("layernorm_rows_") + "_staged_store"; }, packed_params)
+                           : kernel_for<&layernorm_rows_program<T, R, C, false>>(shape, [&] { return name("layernorm_rows_"); }, packed_params);
           launch(call, p, Grid((call.rows + R - 1) / R), std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, i32(call.rows), eps});
         }
       });

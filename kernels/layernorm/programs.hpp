@@ -191,11 +191,14 @@ tl::Tile<tl::f32, R> first_of_rows(const tl::Tile<tl::f32, R, C>& v, const tl::T
 
 /// LayerNorm two-pass of narrow rows, R rows of up to C columns per program as one 2D tile (RowBlock), as
 /// layernorm_program computes each row (f32 rows shifted by their first element); with PEEL, rows are
-/// read through their aligned windows, and w and b follow each row's window.
-template <class T, int R, int C, bool PEEL>
+/// read through their aligned windows, and w and b follow each row's window; with STAGED_STORE (rows of a
+/// contiguous matrix, not PEEL), y is written through shared memory as one run of whole 16-byte vectors
+/// (StagedRows::store).
+template <class T, int R, int C, bool PEEL, bool STAGED_STORE = false>
 void layernorm_rows_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                             tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                             tl::Scalar<tl::i32> n_rows, tl::Scalar<tl::f32> eps) {
+  static_assert(!(PEEL && STAGED_STORE), "tilefuse kernels: rows read through windows are written row by row.");
   constexpr bool shifted = std::is_same_v<T, tl::f32>;
   RowBlock<T, R, C, PEEL> block(stride, n, n_rows);
   auto v = tl::cast<tl::f32>(tl::load(x + block.at, block.mask));
@@ -213,7 +216,8 @@ void layernorm_rows_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T>
       return normalized * wv(tl::none, tl::all) + bv(tl::none, tl::all);
     }
   }();
-  tl::store(y + block.at, tl::cast<T>(out), block.mask);
+  if constexpr (STAGED_STORE) StagedRows<T, R, C>(n, n_rows).store(y, tl::cast<T>(out));
+  else tl::store(y + block.at, tl::cast<T>(out), block.mask);
   tl::store(mean_out + block.rows, mean, block.row_in);
   tl::store(rstd_out + block.rows, rstd, block.row_in);
 }

@@ -15,6 +15,7 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
     for (int r : {1024, 2048}) space.add(RowVariant::one_program, [&](Tuning& t) { t.resident_threads = r; });
     if (packable_rows(cols, element_bytes))  // narrow rows: the other way of holding them
       space.add(RowVariant::one_program, [&](Tuning& t) { t.pack_rows = !packed_rows(opt.tuning, cols, cols, element_bytes); });
+    narrow_row_configs(space, cols, element_bytes, opt.tuning, /*column_operands=*/true);
   }
   if ((cols * element_bytes) % 16 != 0)  // rows that are not whole vectors: the other way of reading them
     space.add(RowVariant::automatic, [&](Tuning& t) { t.peel = !layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes); });

@@ -54,9 +54,14 @@ struct Tuning {
   std::optional<bool> pack_rows;
   /// Whether packed narrow rows that are not a whole number of 16-byte vectors move through shared memory
   /// (the program's rows as one run of memory, 16 bytes at a time; StagedRows in kernels/rows/programs.hpp)
-  /// rather than row by row; the rule is yes for f32 rows, no for f16/bf16. Packed that way, LayerNorm
-  /// packs rows of tiles up to 512 bytes as the softmax does.
+  /// rather than row by row; the rule (staged_rows) is yes for f32 rows and for f16/bf16 rows of the
+  /// narrowest tiles. Packed that way, LayerNorm packs rows of tiles up to 512 bytes as the softmax does.
   std::optional<bool> stage_rows;
+  /// Whether packed narrow rows that are not a whole number of 16-byte vectors and are read row by row
+  /// (not staged) are written through shared memory: the result scattered to its place in the program's
+  /// run, which goes out as whole 16-byte vectors but for its two ends (StagedRows::store); the rule is
+  /// staged_stores.
+  std::optional<bool> stage_stores;
   /// Whether LayerNorm's f16/bf16 rows read through windows on one program go to programs that stride
   /// over rows sharing a window's offset, w and b copied once per program into shared memory and read
   /// from there 16 bytes at a time (layernorm_strided_program); the rule is yes for windows of several

@@ -120,47 +120,62 @@ struct RowBlock {
 /// aligned. C is a power of two above n, or n itself when n is a power of two (the run then starts on a
 /// vector boundary): R * C holds the run's R * n elements and the up to one vector less one before it,
 /// for R >= kVectorElements<T> (kRowsPerProgram is at least 16 for tiles up to 512 bytes).
+///
+/// Every mask is constant over whole vectors but two small ones: the stage is filled with whole vectors
+/// of the window, copied without registers (reading a neighbouring program's elements before and after
+/// the run is harmless; only the matrix's end bounds it), then the up to one vector less one left before
+/// the matrix's end; the run
+/// goes out as its whole vectors, then its first and last vector element by element (their other elements
+/// are a neighbour's). Each row's first stage offset is clamped to where it provably lies, [0, F - C],
+/// so that gathers and scatters of the [R, C] tile need no bounds tests.
 template <class T, int R, int C>
 struct StagedRows {
   static_assert(R >= kVectorElements<T>, "tilefuse kernels: StagedRows needs at least a vector's worth of rows per program.");
   static constexpr int F = R * C;
+  static constexpr int V = kVectorElements<T>;
   tl::Stage<T, F> stage;
   tl::Tile<tl::i32, R> rows;      ///< the block's rows in the matrix
   tl::Tile<tl::i1, R> row_in;     ///< the row is in the matrix
+  tl::Scalar<tl::i32> base;       ///< the vector boundary at or before the run's first element
+  tl::Scalar<tl::i32> head, end;  ///< the run's elements at stage indices [head, end)
+  tl::Scalar<tl::i32> filled;     ///< stage elements [0, filled) are the matrix's (F but for the last program)
   tl::Tile<tl::i32, R> first;     ///< stage offset of each row's first element
   tl::Tile<tl::i32, R, C> at;     ///< stage offset of each element of the [R, C] tile
   tl::Tile<tl::i1, R, C> mask;    ///< the element is one of the matrix's
-  tl::Scalar<tl::i32> base;       ///< the vector boundary at or before the run's first element
   tl::Tile<tl::i32, F> flat;      ///< stage offsets of the run's window, 0 ... F - 1
-  tl::Tile<tl::i1, F> flat_in;    ///< the window's element is one of the run's
 
   StagedRows(tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> n_rows)
       : rows(tl::program_id(0) * R + tl::arange<R>()),
         row_in(rows < n_rows),
-        first(head_of(n) + tl::arange<R>() * n),
+        base((tl::program_id(0) * R * n / V) * V),
+        head(tl::program_id(0) * R * n - base),
+        end(head + tl::minimum(n_rows - tl::program_id(0) * R, R) * n),
+        filled(tl::minimum(n_rows * n - base, F)),
+        first(tl::minimum(tl::maximum(head + tl::arange<R>() * n, 0), F - C)),  // never clamped (R >= V)
         at(first(tl::all, tl::none) + tl::arange<C>()(tl::none, tl::all)),
         mask(row_in(tl::all, tl::none) & (tl::arange<C>()(tl::none, tl::all) < n)),
-        base((tl::program_id(0) * R * n / kVectorElements<T>)*kVectorElements<T>),
-        flat(tl::arange<F>()),
-        flat_in((flat >= head_of(n)) & (flat < head_of(n) + tl::minimum(n_rows - tl::program_id(0) * R, R) * n)) {}
+        flat(tl::arange<F>()) {}
 
   /// The block's [R, C] tile of `in`, `other` off the matrix.
   template <class P, class O>
   tl::Tile<T, R, C> load(const P& in, const O& other) const {
-    stage.scatter(flat, tl::load(in + base + flat, flat_in));
+    auto whole = (filled / V) * V;  // the window's whole vectors inside the matrix
+    stage.copy(0, in + base + flat, flat < whole);
+    auto tail = tl::arange<V>();  // and what is left of it before the matrix's end, if anything
+    stage.copy(whole, in + base + whole + tail, tail < filled - whole);
     return stage.gather(at, mask, other);
   }
   /// Writes the block's [R, C] tile `value` to `out` (its elements off the matrix are dropped).
   template <class P>
   void store(const P& out, const tl::Tile<T, R, C>& value) const {
     stage.scatter(at, value, mask);
-    tl::store(out + base + flat, stage.gather(flat), flat_in);
-  }
-
- private:
-  static tl::Scalar<tl::i32> head_of(tl::Scalar<tl::i32> n) {
-    auto start = tl::program_id(0) * R * n;
-    return start - (start / kVectorElements<T>)*kVectorElements<T>;
+    auto whole_end = (end / V) * V;  // vectors [1, whole_end / V) are the run's alone
+    tl::store(out + base + flat, stage.gather(flat), (flat >= V) & (flat < whole_end));
+    auto ends = [&](tl::Tile<tl::i32, V> idx, tl::Scalar<tl::i32> from) {
+      tl::store(out + base + idx, stage.gather(idx), (idx >= from) & (idx < end));
+    };
+    ends(tl::arange<V>(), head);                                    // the first vector
+    ends(whole_end + tl::arange<V>(), tl::maximum(head, V));        // the last, when it is not the first
   }
 };
 

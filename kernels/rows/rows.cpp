@@ -221,8 +221,12 @@ bool packed_rows(const Tuning& tuning, std::int64_t width, std::int64_t cols, in
 }
 
 bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes, bool column_operands) {
-  const bool thread_rows = !column_operands && row_tile_bytes(cols, element_bytes) <= kThreadRowBytes;
+  const bool thread_rows = row_tile_bytes(cols, element_bytes) <= (column_operands ? 1 : 2) * kThreadRowBytes;
   return !whole_vectors(cols, element_bytes) && tuning.stage_rows.value_or(element_bytes >= 4 || thread_rows);
+}
+
+bool staged_stores(const Tuning& tuning, std::int64_t cols, int element_bytes) {
+  return !whole_vectors(cols, element_bytes) && tuning.stage_stores.value_or(false);
 }
 
 KernelShape packed_shape(const Tuning& tuning) { return KernelShape{4, resident_programs(tuning, 0, 4)}; }

@@ -179,12 +179,18 @@ inline constexpr std::int64_t kThreadRowBytes = 8192 / 128;
 
 /// Whether packed rows of `cols` elements of `element_bytes` move through shared memory (StagedRows):
 /// rows that are not a whole number of 16-byte vectors, when Tuning::stage_rows says so; unset, f32 rows
-/// (row by row they move 4 bytes per lane; staged, 16), and, for a family without per-column operands
-/// (`column_operands` false: the softmax), rows whose tile has a thread per row (kThreadRowBytes): the
-/// tile gathered from the stage then holds whole rows per thread (passes: thread_lines_layout), no lanes
-/// on padding and no shuffles. Half rows measured slower staged otherwise (H200 sweep, bench/NOTES.md
-/// "Narrow rows through shared memory", "The reciprocal of a row, and rows whole in a thread").
+/// (row by row they move 4 bytes per lane; staged, 16), and half rows whose tile has a thread per row
+/// (kThreadRowBytes) or, for a family without per-column operands (`column_operands` false: the
+/// softmax, whose gathered tile holds whole rows per thread, passes: thread_lines_layout), a row over
+/// two threads (one shuffle per reduction). Row by row, such rows write partial sectors that hold the
+/// L2 busy (ncu: 3x the sectors the bytes need); wider half rows measured slower staged (H200, bench/NOTES.md
+/// "Narrow rows through shared memory", "Narrow rows copied into the stage").
 bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes, bool column_operands);
+
+/// Whether packed rows of `cols` elements of `element_bytes` read row by row are written through shared
+/// memory (Tuning::stage_stores; unset: no): rows that are not a whole number of 16-byte vectors, whose
+/// element-by-element stores write partial sectors.
+bool staged_stores(const Tuning& tuning, std::int64_t cols, int element_bytes);
 
 /// The narrow-row kernels' shape: four warps (a program holds 8 KB of rows, kRowsPerProgram).
 KernelShape packed_shape(const Tuning& tuning);

@@ -33,6 +33,8 @@ void one_program(const RowCall& call, const Args& a) {
     if (packed_rows(call.opt.tuning, peel && !staged ? window : call.cols, call.cols, element_bytes_of<T>())) {
       static constexpr const char* packed_params[] = {"in", "out", "stride", "n_cols", "n_rows"};
       const bool peel_packed = peel && !staged && call.opt.tuning.peel.value_or(false);
+      // Rows read row by row that are not whole vectors may still be written through shared memory.
+      const bool staged_store = !staged && !peel_packed && staged_stores(call.opt.tuning, call.cols, element_bytes_of<T>());
       const std::int64_t width = peel_packed ? window : call.cols;
       with_block<kPackedRowBytes / 2>(width, [&]<int C>() {
         if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {
@@ -41,7 +43,9 @@ void one_program(const RowCall& call, const Args& a) {
           const KernelShape shape = packed_shape(call.opt.tuning);
           Program& p = staged ? kernel_for<&softmax_staged_rows_program<T, R, C>>(shape, [&] { return name("softmax_staged_rows_"); }, packed_params)
                        : peel_packed ? kernel_for<&softmax_rows_program<T, R, C, true>>(shape, [&] { return name("softmax_rows_") + "_peeled"; }, packed_params)
-                              : kernel_for<&softmax_rows_program<T, R, C, false>>(shape, [&] { return name("softmax_rows_"); }, packed_params);
+                       : staged_store
+                           ? kernel_for<&softmax_rows_program<T, R, C, false, true>>(shape, [&] { return name("softmax_rows_") + "_staged_store"; }, packed_params)
+                           : kernel_for<&softmax_rows_program<T, R, C, false>>(shape, [&] { return name("softmax_rows_"); }, packed_params);
           launch(call, p, Grid((call.rows + R - 1) / R), std::array{a.in, a.out, n, n, i32(call.rows)});
         }
       });

@@ -67,14 +67,19 @@ void softmax_pieces_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> s
 
 /// The fused softmax of narrow rows, R rows of up to C columns per program as one 2D tile (RowBlock): a
 /// row of tens of columns would leave a program of its own, even a packed one-warp one, with too few
-/// bytes in flight to keep up with memory. With PEEL, rows are read through their aligned windows.
-template <class T, int R, int C, bool PEEL>
+/// bytes in flight to keep up with memory. With PEEL, rows are read through their aligned windows; with
+/// STAGED_STORE (rows of a contiguous matrix, not PEEL), written through shared memory as one run of
+/// whole 16-byte vectors (StagedRows::store).
+template <class T, int R, int C, bool PEEL, bool STAGED_STORE = false>
 void softmax_rows_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
                           tl::Scalar<tl::i32> n_rows) {
+  static_assert(!(PEEL && STAGED_STORE), "tilefuse kernels: rows read through windows are written row by row.");
   RowBlock<T, R, C, PEEL> block(stride, n_cols, n_rows);
   auto x = tl::cast<tl::f32>(tl::load(in + block.at, block.mask, -tl::inf));
   auto num = tl::exp(x - tl::max<1>(x)(tl::all, tl::none));
-  tl::store(out + block.at, tl::cast<T>(num / tl::sum<1>(num)(tl::all, tl::none)), block.mask);
+  auto y = tl::cast<T>(num / tl::sum<1>(num)(tl::all, tl::none));
+  if constexpr (STAGED_STORE) StagedRows<T, R, C>(n_cols, n_rows).store(out, y);
+  else tl::store(out + block.at, y, block.mask);
 }
 
 /// The fused softmax of narrow rows read through shared memory (StagedRows): R rows of up to C - 1

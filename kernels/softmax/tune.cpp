@@ -17,6 +17,7 @@ std::vector<RowConfig> softmax_space(std::int64_t rows, std::int64_t cols, int e
     for (int e : {8, 16, 32}) space.add(RowVariant::one_program, [&](Tuning& t) { t.row_elements = e; });
     if (packable_rows(cols, element_bytes))  // narrow rows: the other way of holding them
       space.add(RowVariant::one_program, [&](Tuning& t) { t.pack_rows = !packed_rows(opt.tuning, cols, cols, element_bytes); });
+    narrow_row_configs(space, cols, element_bytes, opt.tuning, /*column_operands=*/false);
   }
   if (peeled(opt.tuning, cols, element_bytes)) space.add(RowVariant::automatic, [](Tuning& t) { t.peel = false; });
   if (softmax_staged_fits(cols, element_bytes, opt.backend, opt.tuning) || cols <= kSoftmaxStagedMaxCols)

@@ -163,6 +163,15 @@ TEST_F(Gpu, LayerNormLoopedWideRows) {
   check_layernorm<bfloat16>(8, 65536, 0.f, RowVariant::looped);
 }
 
+// Half rows of 64-byte tiles that are not whole vectors go through a stage by default (StagedRows), as
+// f32 rows do at every packed width; the last program's rows past the matrix.
+TEST_F(Gpu, LayerNormStagedHalfRows) {
+  for (std::int64_t cols : {1, 3, 17, 25, 31}) {
+    check_layernorm<half>(100003, cols);
+    check_layernorm<bfloat16>(4001, cols);
+  }
+}
+
 TEST_F(Gpu, StagedLayerNormReadsOnce) {
   for (std::int64_t cols : {1, 7, 1000, 2048, 2049, 8192, 12288, 20000, 32768}) {
     check_layernorm<float>(13, cols, 0.f, RowVariant::staged);

@@ -80,9 +80,11 @@ TEST_F(Gpu, SoftmaxNarrowRowsSeveralPerProgram) {
 }
 
 // Narrow rows that are not whole vectors through a stage, gathered as whole rows per thread (up to 32
-// halves) or as much of a row as the threads allow (f32), the last program's rows past the matrix.
+// halves), a row over two threads (up to 64 halves) or as much of a row as the threads allow (f32), the
+// last program's rows past the matrix (copied in and written out as whole vectors but for the run's ends
+// and what is left before the matrix's end).
 TEST_F(Gpu, SoftmaxStagedRowsWholeInAThread) {
-  for (std::int64_t cols : {1, 3, 17, 25, 31}) {
+  for (std::int64_t cols : {1, 3, 17, 25, 31, 33, 47, 63}) {
     check_softmax<half>(100003, cols);
     check_softmax<bfloat16>(4001, cols);
   }

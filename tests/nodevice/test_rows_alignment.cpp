@@ -5,6 +5,7 @@
 // kernels moves 16 bytes per access where the unpeeled kernels go element by element.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -233,6 +234,49 @@ TEST(RowsAlignment, StagedNarrowRowsMatchFloat64) {
   check_layernorm<float>(40, 33, RowVariant::one_program, false, 1e4f, true, true);
 }
 
+TEST(RowsAlignment, RowsReadRowByRowWrittenThroughAStageMatchFloat64) {
+  // Tuning::stage_stores: packed rows read row by row, the result scattered to its place in the program's
+  // run in a stage, which goes out as whole 16-byte vectors but for its two ends; the last program's rows
+  // past the matrix. Offered to the tuner for packed rows that are not whole vectors.
+  kernels::RowOptions opt = packed(false);
+  opt.tuning.stage_stores = true;
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 85, opt).at(0)->name(), "softmax_rows_32x128_staged_store");
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 65, opt).at(0)->name(), "layernorm_rows_32x128_staged_store");
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 64, opt).at(0)->name(), "softmax_rows_64x64");  // whole vectors
+  const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 85, opt).at(0);
+  const std::string src = p->cuda_source(odd_rows(*p));
+  EXPECT_EQ(occurrences(src, "tf_store_vec<tf_u16, 8>"), 3u) << src;  // the run's whole vectors out, and its ends
+  for (std::int64_t cols : {1, 5, 47, 85, 155, 249}) {
+    const auto seed = std::random_device{}();
+    SCOPED_TRACE(std::to_string(cols) + " columns, seed " + std::to_string(seed));
+    const std::int64_t rows = 75;
+    auto x = reference::random_vector<bfloat16>(static_cast<std::size_t>(rows * cols), seed, 0.f, 3.f);
+    std::vector<bfloat16> y(x.size(), reference::from_float<bfloat16>(std::nanf("")));
+    kernels::softmax_auto(x, y, rows, cols, opt);
+    EXPECT_LE(reference::relative_error<bfloat16>(y, reference::softmax<bfloat16>(x, rows, cols)), reference::tolerance<bfloat16>());
+    auto w = reference::random_vector<bfloat16>(static_cast<std::size_t>(cols), seed + 1);
+    auto b = reference::random_vector<bfloat16>(static_cast<std::size_t>(cols), seed + 2);
+    std::vector<bfloat16> z(x.size(), reference::from_float<bfloat16>(std::nanf("")));
+    kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows), std::vector<float>(rows)};
+    kernels::layernorm_auto(x, w, b, z, stats, rows, cols, 1e-5f, opt);
+    const auto ref = reference::layernorm<bfloat16>(x, w, b, rows, cols, 1e-5);
+    EXPECT_LE(reference::relative_error<bfloat16>(z, ref), reference::tolerance<bfloat16>());
+    EXPECT_LE(reference::worst_element<bfloat16>(z, ref, 4 * reference::tolerance<bfloat16>(), 4 * reference::tolerance<bfloat16>()), 1.0);
+  }
+  // The tuner's space offers both ways of staging odd packed rows, and only for them.
+  auto offers = [](const std::vector<kernels::RowConfig>& space, auto pred) {
+    return std::any_of(space.begin(), space.end(), [&](const kernels::RowConfig& c) { return pred(c.tuning); });
+  };
+  const kernels::RowOptions interp{Backend::interpreter};
+  auto stores = [](const kernels::Tuning& t) { return t.stage_stores.value_or(false); };
+  auto unstaged = [](const kernels::Tuning& t) { return t.stage_rows == std::optional<bool>(false); };
+  EXPECT_TRUE(offers(kernels::softmax_space(1000, 85, 2, interp), stores));
+  EXPECT_TRUE(offers(kernels::layernorm_space(1000, 85, 2, interp), stores));
+  EXPECT_TRUE(offers(kernels::softmax_space(1000, 25, 2, interp), unstaged));  // staged by the rule
+  EXPECT_FALSE(offers(kernels::softmax_space(1000, 64, 2, interp), stores));   // whole vectors
+  EXPECT_FALSE(offers(kernels::softmax_space(1000, 4097, 2, interp), stores));
+}
+
 TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   // Unless tuned: odd rows of every dtype through windows from 2 KB (half windows of several pieces up
   // to 8192 columns by programs striding over rows), shorter rows element by element; several rows per
@@ -376,6 +420,7 @@ TEST(RowsAlignment, PackedOddRowsPutNeighbouringLanesOnNeighbouringElements) {
   // 8 apart), so that a warp's element-by-element access reads one contiguous piece per row.
   kernels::RowOptions opt{Backend::interpreter};
   opt.tuning.pack_rows = true;
+  opt.tuning.stage_rows = false;  // (by default rows of 64-column half tiles go through a stage)
   const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 47, opt).at(0);
   EXPECT_EQ(p->name(), "softmax_rows_64x64");
   const std::string src = p->cuda_source(odd_rows(*p));
@@ -451,17 +496,21 @@ TEST(RowsAlignment, NarrowRowKernelsMove16BytesPerAccess) {
     EXPECT_EQ(occurrences(src, "tf_load_vec<tf_u16, 8>"), 1u) << src;
     EXPECT_EQ(occurrences(src, "tf_store_vec<tf_u16, 8>"), 1u) << src;
   }
-  // Staged: the run in and out of the stage and of memory 16 bytes at a time (LayerNorm's w and b too, every
-  // row at column 0 of the tile); rows gathered from the stage element by element.
+  // Staged: the run copied into the stage and written out of it 16 bytes at a time (LayerNorm's w and b
+  // read so too, every row at column 0 of the tile); rows gathered from the stage element by element. The
+  // copy: the window's whole vectors, then what is left before the matrix's end; out of the stage: the
+  // run's whole vectors, then its first and last vector (each at once where all of it is the run's).
   for (std::int64_t cols : {47, 79}) {
     const Program* s = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, cols, packed(false, true)).at(0);
     const std::string staged = s->cuda_source(odd_rows(*s));
-    EXPECT_EQ(occurrences(staged, "tf_load_vec<tf_u16, 8>"), 2u) << staged;
-    EXPECT_EQ(occurrences(staged, "tf_store_vec<tf_u16, 8>"), 2u) << staged;
+    EXPECT_EQ(occurrences(staged, "tf_copy_async<16>("), 2u) << staged;
+    EXPECT_EQ(occurrences(staged, "tf_load_vec<tf_u16, 8>"), 3u) << staged;
+    EXPECT_EQ(occurrences(staged, "tf_store_vec<tf_u16, 8>"), 3u) << staged;
     const Program* n = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, cols, packed(false, true)).at(0);
     const std::string norm = n->cuda_source(odd_rows(*n));
-    EXPECT_EQ(occurrences(norm, "tf_load_vec<tf_u16, 8>"), 4u) << norm;
-    EXPECT_EQ(occurrences(norm, "tf_store_vec<tf_u16, 8>"), 2u) << norm;
+    EXPECT_EQ(occurrences(norm, "tf_copy_async<16>("), 2u) << norm;
+    EXPECT_EQ(occurrences(norm, "tf_load_vec<tf_u16, 8>"), 5u) << norm;
+    EXPECT_EQ(occurrences(norm, "tf_store_vec<tf_u16, 8>"), 3u) << norm;
     const auto info = n->compile(odd_rows(*n), "sm_90");
     EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
   }
@@ -476,8 +525,10 @@ TEST(RowsAlignment, NarrowRowKernelsMove16BytesPerAccess) {
 
 TEST(RowsAlignment, StagedRowsAreWholeInAThreadWhereNothingIsBroadcastAlongThem) {
   // The softmax's narrow rows that are not whole vectors and whose tile gives every row a thread (64-byte
-  // tiles: up to 32 halves) go through a stage by default, gathered whole into each thread: no shuffles.
-  // f32 rows (staged at every packed width) take as much of a row per thread as the threads allow.
+  // tiles: up to 32 halves) or two go through a stage by default, gathered whole into each thread: no
+  // shuffles. f32 rows (staged at every packed width) take as much of a row per thread as the threads
+  // allow. The run is copied into the stage without registers (cp.async, whole 16-byte vectors but for
+  // what is left before the matrix's end) and written out as whole vectors but for its two ends.
   kernels::RowOptions opt{Backend::interpreter};
   const Program* p = kernels::softmax_programs(RowVariant::one_program, ir::DType::f16, 25, opt).at(0);
   EXPECT_EQ(p->name(), "softmax_staged_rows_128x32");
@@ -486,20 +537,29 @@ TEST(RowsAlignment, StagedRowsAreWholeInAThreadWhereNothingIsBroadcastAlongThem)
   EXPECT_EQ(occurrences(src, "__shfl"), 0u) << src;
   // The run moves through the stage as storage words (no widening and rounding of what only passes
   // through), and the result's cast leaves its rounding to the stage's scatter.
-  EXPECT_EQ(occurrences(src, "storage words, stored as read"), 2u) << src;
+  EXPECT_EQ(occurrences(src, "tf_copy_async<16>("), 2u) << src;  // the whole vectors, and the rest
+  EXPECT_EQ(occurrences(src, "tf_copy_wait();"), 1u) << src;
+  EXPECT_EQ(occurrences(src, "tf_store_vec<tf_u16, 8>"), 3u) << src;  // the run's whole vectors out, and its ends
   EXPECT_EQ(occurrences(src, "/* rounded by its stores */"), 1u) << src;
+  // The rows' stage offsets are clamped to where they provably lie: the [R, C] gather and scatter test
+  // no bounds.
+  EXPECT_EQ(occurrences(src, "< 4096u && v"), 0u) << src;
   const auto info = p->compile(odd_rows(*p), "sm_90");
   EXPECT_GT(info.sass_instructions, 0);
-  EXPECT_LT(info.sass_instructions, 1450) << "1560 with the run widened and rounded on its way through the stage";
+  EXPECT_LT(info.sass_instructions, 950) << "1384 with the run loaded into registers and stored back element-wise at its ends, "
+                                            "masks per element and bounds tests per gathered element";
   EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 17, opt).at(0)->name(), "softmax_staged_rows_128x32");
-  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 47, opt).at(0)->name(), "softmax_rows_64x64");
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 47, opt).at(0)->name(), "softmax_staged_rows_64x64");
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 85, opt).at(0)->name(), "softmax_rows_32x128");
   const Program* f = kernels::softmax_programs(RowVariant::one_program, ir::DType::f32, 19, opt).at(0);
   EXPECT_EQ(f->name(), "softmax_staged_rows_64x32");
   src = f->cuda_source(odd_rows(*f));
   EXPECT_NE(src.find("[64x32] reg(0,1)(0,2)(0,4)(0,8) lane(0,16)(1,0)"), std::string::npos) << src;
   // LayerNorm broadcasts w and b along its rows: held per thread, each thread would hold all of them, so
-  // its half rows stay unstaged and its staged rows keep the blocked layout of 16-byte runs.
-  EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 25, opt).at(0)->name(), "layernorm_rows_128x32");
+  // its staged rows keep the blocked layout of 16-byte runs, and only its half rows of 64-byte tiles go
+  // through a stage.
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 25, opt).at(0)->name(), "layernorm_staged_rows_128x32");
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::one_program, ir::DType::bf16, 47, opt).at(0)->name(), "layernorm_rows_64x64");
   const Program* n = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 25, packed(false, true)).at(0);
   EXPECT_EQ(n->name(), "layernorm_staged_rows_128x32");
   src = n->cuda_source(odd_rows(*n));
