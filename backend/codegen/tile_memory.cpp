@@ -126,7 +126,6 @@ void TileEmitter::stage_copy(const ir::Instr& in) {
   if (mask >= 0) get(mask, l);
   auto index = [&](const std::string& e) { return v(in.args[0]) + " + " + coord(l, 0, e); };
   auto in_stage = [&](const std::string& e) { return inside ? std::string() : "(unsigned)(" + index(e) + ") < " + std::to_string(st.size) + "u"; };
-  auto both = [](const std::string& a, const std::string& b) { return a.empty() ? b : b.empty() ? a : a + " && " + b; };
   const std::string owner = owner_guard(l);
   if (!owner.empty()) os_ << "  if (" << owner << ") {  // (the tile is held more than once: its first holders copy it)\n";
   // One element, synchronously: 0 where the mask is off.
