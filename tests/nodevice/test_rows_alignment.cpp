@@ -416,8 +416,8 @@ TEST(RowsAlignment, PeeledSoftmaxAsksForTheResidencyOfWholeVectorRowsWhereItChan
 
 TEST(RowsAlignment, PackedOddRowsPutNeighbouringLanesOnNeighbouringElements) {
   // The softmax's rule for packed rows that are not whole vectors: each row from its own start, in the
-  // blocked layout with runs of one element (lanes 0-7 on columns 0-7, each thread's 8 columns of a row
-  // 8 apart), so that a warp's element-by-element access reads one contiguous piece per row.
+  // blocked layout with runs of one element (lanes on neighbouring columns, as many as leave a thread 8
+  // columns of a row), so that a warp's element-by-element access reads one contiguous piece per row.
   kernels::RowOptions opt{Backend::interpreter};
   opt.tuning.pack_rows = true;
   opt.tuning.stage_rows = false;  // (by default rows of 64-column half tiles go through a stage)
@@ -426,6 +426,21 @@ TEST(RowsAlignment, PackedOddRowsPutNeighbouringLanesOnNeighbouringElements) {
   const std::string src = p->cuda_source(odd_rows(*p));
   EXPECT_NE(src.find("[64x64] reg(0,8)(0,16)(0,32)(16,0)(32,0) lane(0,1)(0,2)(0,4)(1,0)(2,0)"), std::string::npos) << src;
   EXPECT_EQ(occurrences(src, "tf_load_vec<"), 0u) << src;
+  // Wider tiles put up to 32 lanes on a row's neighbouring columns before a thread's other columns: a
+  // warp's access is 32 (128 columns) or 64 (256) contiguous bytes of a row, not 16-byte pieces 128 bytes
+  // apart; each thread still holds 8 columns of a row (a reduction's shuffles as many as before).
+  struct Wide {
+    std::int64_t cols;
+    const char* name;
+    const char* layout;
+  };
+  for (const Wide& w : {Wide{85, "softmax_rows_32x128", "[32x128] reg(0,16)(0,32)(0,64)(8,0)(16,0) lane(0,1)(0,2)(0,4)(0,8)(1,0) warp(2,0)(4,0)"},
+                        Wide{151, "softmax_rows_16x256", "[16x256] reg(0,32)(0,64)(0,128)(4,0)(8,0) lane(0,1)(0,2)(0,4)(0,8)(0,16) warp(1,0)(2,0)"}}) {
+    const Program* wide = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, w.cols, opt).at(0);
+    EXPECT_EQ(wide->name(), w.name);
+    const std::string wide_src = wide->cuda_source(odd_rows(*wide));
+    EXPECT_NE(wide_src.find(w.layout), std::string::npos) << wide_src;
+  }
   // Whole vectors keep their 16-byte runs.
   const Program* whole = kernels::softmax_programs(RowVariant::one_program, ir::DType::bf16, 64, opt).at(0);
   const std::string aligned = whole->cuda_source(whole->default_specialization());

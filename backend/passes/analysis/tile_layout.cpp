@@ -60,14 +60,17 @@ TileLayout2 blocked_layout(int rank, std::array<int, 2> dims, int vector, int wa
   auto take = [&] { return next < bits.size() ? bits[next++] : Basis{0, 0}; };
   const int last_dim = rank == 1 ? dims[0] : dims[1];
   const int vector_bits = log2i(std::min(vector, last_dim)), last_bits = log2i(last_dim);
-  // Shorter runs: a thread's run, then the lanes on the neighbouring runs of a vector (a warp's access
-  // covers whole vectors of a row, as vector accesses would), then the rest of the thread's vector as far
-  // as the last dimension goes, then the other lanes. Without, the vector, then the lanes.
+  // Shorter runs: a thread's run, then the lanes on the next columns (at least a vector's worth, as far
+  // as the row leaves the thread a vector's worth of its elements: a warp's access is one contiguous piece
+  // of each row it touches), then the thread's other vector bits along the last dimension as far as it
+  // reaches, then the other lanes. Without, the vector, then the lanes.
   const int run_bits = run > 0 ? std::min(log2i(run), vector_bits) : vector_bits;
   const int spread = vector_bits - run_bits;
+  const int in_thread = std::min(spread, std::max(0, last_bits - vector_bits));
+  const int lane_cols = spread + std::min(5 - spread, std::max(0, last_bits - vector_bits - in_thread));
   for (int k = 0; k < run_bits; ++k) l.reg.push_back(take());
-  for (int k = 0; k < spread; ++k) l.lane.push_back(take());
-  for (int k = 0; k < std::min(spread, last_bits - vector_bits); ++k) l.reg.push_back(take());
+  for (int k = 0; k < lane_cols; ++k) l.lane.push_back(take());
+  for (int k = 0; k < in_thread; ++k) l.reg.push_back(take());
   while (l.lane.size() < 5) l.lane.push_back(take());
   for (int k = 0; k < log2i(warps); ++k) l.warp.push_back(take());
   while (next < bits.size()) l.reg.push_back(take());

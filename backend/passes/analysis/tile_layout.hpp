@@ -44,12 +44,13 @@ struct TileLayout2 {
 /// A blocked layout of a tile (rank 1: [n]; rank 2: [rows, cols]) over `warps` warps: runs of `vector`
 /// contiguous elements along the last dimension per thread, lanes then warps next in row-major order,
 /// and the rest in registers. It is the layout of loads and stores: each warp covers whole runs of rows.
-/// With `run` < `vector` (an access that moves only `run` elements at once), a thread holds a run, the
-/// lowest lanes the neighbouring runs of a vector, and the thread's other vector bits go along the last
-/// dimension as far as it reaches: a warp's element-by-element access covers whole vectors of each row it
-/// touches (16 contiguous bytes or more, not pieces 16 bytes apart), and where the row is wide enough
-/// each thread holds as many elements of a row and a row takes as many lanes as with whole vectors (its
-/// reductions cost the same shuffles); a narrower row trades some of its lanes for rows.
+/// With `run` < `vector` (an access that moves only `run` elements at once), a thread holds a run and the
+/// lowest lanes the next runs of the row, as many as leave each thread a vector's worth of a row's
+/// elements (at least a vector's worth of lanes, at most 32), then the thread's other vector bits go along
+/// the last dimension as far as it reaches: a warp's element-by-element access is one contiguous piece of
+/// each row it touches (64 bytes of a row of halves 256 columns wide, not four 16-byte pieces 128 bytes
+/// apart), and each thread holds as many elements of a row and a row takes as many lanes as with whole
+/// vectors (its reductions cost the same shuffles); a narrower row trades some of its lanes for rows.
 TileLayout2 blocked_layout(int rank, std::array<int, 2> dims, int vector, int warps, int run = 0);
 
 /// A layout of a 2D tile in which each thread holds whole lines along `axis`, or as much of one as leaves
