@@ -23,6 +23,11 @@ double copy_time_us(std::size_t bytes, int sets, void* stream, int runs) {
   return measured[bytes];
 }
 
+double norm_moved(std::int64_t rows, std::int64_t cols, std::size_t element_bytes, int column_operands, int stats) {
+  const double row_bytes = static_cast<double>(cols) * static_cast<double>(element_bytes);
+  return 2.0 * static_cast<double>(rows) * row_bytes + column_operands * row_bytes + 4.0 * stats * static_cast<double>(rows);
+}
+
 std::string add_copy_row(std::int64_t rows, std::int64_t cols, const char* dtype, double copy_us, double moved) {
   const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
   run().rows.push_back({"copy", "device copy, same bytes", shape, dtype, copy_us, moved / copy_us / 1e3, 1.0, ""});

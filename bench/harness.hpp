@@ -47,6 +47,10 @@ Run& run();
 
 /// Median copy time of `bytes` read + `bytes` written, measured once per size in this process.
 double copy_time_us(std::size_t bytes, int sets, void* stream, int runs);
+/// The bytes a row normalization over rows x cols elements of `element_bytes` moves: x read and y
+/// written, its `column_operands` vectors (LayerNorm's w and b: 2) read once, and `stats` floats written
+/// per row (LayerNorm's mean and rstd: 2; 8 bytes a row, an eighth of the bytes of a row of 16 halves).
+double norm_moved(std::int64_t rows, std::int64_t cols, std::size_t element_bytes, int column_operands, int stats);
 /// Adds the same-bytes copy row for a shape and returns the shape's name ("4096x4096").
 std::string add_copy_row(std::int64_t rows, std::int64_t cols, const char* dtype, double copy_us, double moved);
 /// Adds a kernel row: its time, GB/s over `moved` bytes, and its ratio to the copy of the same shape.

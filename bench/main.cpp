@@ -40,7 +40,7 @@ void write_table(const std::string& path) {
                                           " launches between one pair of events, divided by it; matrix kernels: each launch between its own)"
                                     : std::string(" (each launch between its own pair of events)"))
      << ", inputs rotated past the L2; GB/s counts bytes read + written "
-        "(the unfused row counts its own 4x bytes); x copy = device-copy time of the same bytes / this time.\n\n";
+        "(the unfused row counts its own 4x bytes; LayerNorm its w and b and each row's mean and rstd too); x copy = device-copy time of the same bytes / this time.\n\n";
   os << "| kernel | impl | shape | dtype | time (us) | GB/s | x copy | note |\n|---|---|---|---|---:|---:|---:|---|\n";
   char buf[512];
   for (const auto& r : run().rows) {
