@@ -38,6 +38,14 @@ inline bool norm_peeled(const Tuning& tuning, std::int64_t cols, int element_byt
 /// every tile).
 inline constexpr int kNormPeeledResident = 1024;
 
+/// Threads per SM that LayerNorm's packed rows read row by row element by element (halves that are not
+/// whole vectors, neither staged nor through windows) keep resident unless Tuning::resident_threads says
+/// otherwise: 768. Left to itself, ptxas gives their 128-thread programs 93 to 96 registers (five
+/// programs an SM); asked for 768 threads, 72 without spilling (seven), which hides more of the latency of
+/// their 2-byte accesses. Measured (H200, bench/NOTES.md): +0.01 to +0.05 x copy on the sweep's six such
+/// shapes; whole-vector and f32 rows lost up to 0.08 with it, so they keep ptxas's choice.
+inline constexpr int kNormRowByRowResident = 768;
+
 /// Widest window (columns) of half rows that LayerNorm's one-program kernel strides over rows for
 /// (Tuning::stride_rows): w and b of such a window take 2 x 16 KB of shared memory per program.
 inline constexpr std::int64_t kNormStridedMaxCols = 8192;

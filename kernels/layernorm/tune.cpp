@@ -17,7 +17,7 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
       space.add(RowVariant::one_program, [&](Tuning& t) { t.pack_rows = !packed_rows(opt.tuning, cols, cols, element_bytes); });
     narrow_row_configs(space, cols, element_bytes, opt.tuning, /*column_operands=*/true);
   }
-  if ((cols * element_bytes) % 16 != 0)  // rows that are not whole vectors: the other way of reading them
+  if (!whole_vectors(cols, element_bytes))  // rows that are not whole vectors: the other way of reading them
     space.add(RowVariant::automatic, [&](Tuning& t) { t.peel = !layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes); });
   if (cols <= kNormMaxCols && element_bytes < 4 && layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes))
     for (bool s : {false, true}) space.add(RowVariant::one_program, [&](Tuning& t) { t.stride_rows = s; });  // half rows through windows

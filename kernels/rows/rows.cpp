@@ -198,10 +198,9 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
   return plan;
 }
 
-namespace {
-// Whether every row of `cols` elements of `element_bytes` is a whole number of 16-byte vectors.
 bool whole_vectors(std::int64_t cols, int element_bytes) { return (cols * element_bytes) % 16 == 0; }
 
+namespace {
 std::int64_t row_tile_bytes(std::int64_t width, int element_bytes) {
   std::int64_t tile = 1;
   while (tile < width) tile *= 2;
@@ -221,15 +220,15 @@ bool packed_rows(const Tuning& tuning, std::int64_t width, std::int64_t cols, in
 }
 
 bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes, bool column_operands) {
-  const bool thread_rows = row_tile_bytes(cols, element_bytes) <= (column_operands ? 1 : 2) * kThreadRowBytes;
-  return !whole_vectors(cols, element_bytes) && tuning.stage_rows.value_or(element_bytes >= 4 || thread_rows);
+  const bool few_threads_a_row = row_tile_bytes(cols, element_bytes) <= (column_operands ? 1 : 2) * kThreadRowBytes;
+  return !whole_vectors(cols, element_bytes) && tuning.stage_rows.value_or(element_bytes >= 4 || few_threads_a_row);
 }
 
 bool staged_stores(const Tuning& tuning, std::int64_t cols, int element_bytes) {
   return !whole_vectors(cols, element_bytes) && tuning.stage_stores.value_or(false);
 }
 
-KernelShape packed_shape(const Tuning& tuning) { return KernelShape{4, resident_programs(tuning, 0, 4)}; }
+KernelShape packed_shape(const Tuning& tuning, int resident_rule) { return KernelShape{4, resident_programs(tuning, resident_rule, 4)}; }
 
 std::int64_t window_cols(std::int64_t cols, int element_bytes) { return cols + 16 / element_bytes - 1; }
 

@@ -150,6 +150,10 @@ bool stages_hold(const Target& target, std::int64_t cols, std::int64_t piece);
 bool staged_over_looped(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
                         std::int64_t loop_block, const Tuning& tuning);
 
+/// Whether every row of `cols` elements of `element_bytes` is a whole number of 16-byte vectors (each row
+/// then starts on a vector boundary wherever the matrix does).
+bool whole_vectors(std::int64_t cols, int element_bytes);
+
 /// Whether rows of `cols` elements of `element_bytes` are read through aligned windows (RowWindow in
 /// kernels/rows/programs.hpp): rows that are not a whole number of 16-byte vectors, when Tuning::peel (or,
 /// unset, the family's rule `by_default`) says so. Rows that are start at a vector boundary wherever the
@@ -192,8 +196,9 @@ bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes, boo
 /// element-by-element stores write partial sectors.
 bool staged_stores(const Tuning& tuning, std::int64_t cols, int element_bytes);
 
-/// The narrow-row kernels' shape: four warps (a program holds 8 KB of rows, kRowsPerProgram).
-KernelShape packed_shape(const Tuning& tuning);
+/// The narrow-row kernels' shape: four warps (a program holds 8 KB of rows, kRowsPerProgram), and
+/// `resident_rule` threads per SM unless Tuning::resident_threads says otherwise (0: ptxas's choice).
+KernelShape packed_shape(const Tuning& tuning, int resident_rule = 0);
 
 /// Columns the aligned window of a row of `cols` elements of `element_bytes` spans at most: the row and
 /// the up to one vector less one element before it.

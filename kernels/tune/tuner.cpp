@@ -95,7 +95,7 @@ void keep(const std::string& key, const RowConfig& config) {
 }  // namespace
 
 void narrow_row_configs(RowSpace& space, std::int64_t cols, int element_bytes, const Tuning& base, bool column_operands) {
-  if ((cols * element_bytes) % 16 == 0 || !packable_rows(cols, element_bytes)) return;
+  if (whole_vectors(cols, element_bytes) || !packable_rows(cols, element_bytes)) return;
   const bool staged = staged_rows(base, cols, element_bytes, column_operands);
   space.add(RowVariant::one_program, [&](Tuning& t) {
     t.pack_rows = true;

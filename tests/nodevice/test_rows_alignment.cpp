@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/layernorm/launchers.hpp"
 #include "kernels/layernorm/layernorm.hpp"
 #include "kernels/reference.hpp"
 #include "kernels/softmax/launchers.hpp"
@@ -378,6 +379,31 @@ TEST(RowsAlignment, PeeledLayerNormKeepsItsRowsInFlight) {
         EXPECT_LE(info.registers, 64) << p->name() << " " << ir::dtype_name(t);
       }
     }
+}
+
+TEST(RowsAlignment, LayerNormRowsReadElementByElementKeepMoreProgramsResident) {
+  // LayerNorm's packed half rows that are not whole vectors, read row by row (the rule for tiles wider
+  // than a thread's row), ask for 768 resident threads (kNormRowByRowResident): six 128-thread programs
+  // an SM at least, so every tile must fit in 85 registers without spilling. Whole-vector rows and staged
+  // ones keep ptxas's choice.
+  const kernels::RowOptions opt{Backend::interpreter};
+  const std::string bounded = "__launch_bounds__(128, " + std::to_string(kernels::layernorm_launch::kNormRowByRowResident / 128) + ")";
+  for (ir::DType t : {ir::DType::f16, ir::DType::bf16})
+    for (std::int64_t cols : {47, 65, 85, 151, 249}) {
+      const Program* p = kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0);
+      SCOPED_TRACE(p->name() + " " + ir::dtype_name(t) + " " + std::to_string(cols) + " columns");
+      EXPECT_EQ(p->name().find("layernorm_rows_"), 0u);
+      const auto info = p->compile(odd_rows(*p), "sm_90");
+      EXPECT_NE(info.source.find(bounded), std::string::npos);
+      EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+      EXPECT_LE(info.registers * 768, 65536) << info.registers << " registers";
+    }
+  const Program* whole = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 120, opt).at(0);
+  EXPECT_EQ(whole->name(), "layernorm_rows_32x128");
+  EXPECT_EQ(whole->cuda_source(whole->default_specialization()).find(bounded), std::string::npos);
+  const Program* staged = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 25, opt).at(0);
+  EXPECT_EQ(staged->name(), "layernorm_staged_rows_128x32");
+  EXPECT_EQ(staged->cuda_source(odd_rows(*staged)).find(bounded), std::string::npos);
 }
 
 TEST(RowsAlignment, PeeledSoftmaxAsksForTheResidencyOfWholeVectorRowsWhereItChangesSomething) {
