@@ -128,16 +128,17 @@ void TileEmitter::stage_copy(const ir::Instr& in) {
   auto in_stage = [&](const std::string& e) { return inside ? std::string() : "(unsigned)(" + index(e) + ") < " + std::to_string(st.size) + "u"; };
   const std::string owner = owner_guard(l);
   if (!owner.empty()) os_ << "  if (" << owner << ") {  // (the tile is held more than once: its first holders copy it)\n";
-  // One element, synchronously: 0 where the mask is off.
-  auto element = [&](const std::string& e, const std::string& indent) {
+  // One element, synchronously: 0 where the mask is off (its stage bounds tested unless its run's were:
+  // a run lies wholly inside or outside the stage).
+  auto element = [&](const std::string& e, const std::string& indent, bool run_tested) {
     const std::string one = "*" + bounds_.checked(p + "[" + e + "]", in, in.args[1], 1);
     const std::string value = mask >= 0 ? at(mask, l, e) + " ? " + one + " : (" + S + ")0" : one;
-    const std::string c = in_stage(e);
+    const std::string c = run_tested ? std::string() : in_stage(e);
     os_ << indent << (c.empty() ? "" : "if (" + c + ") ") << base << "[" << index(e) << "] = " << value << ";\n";
   };
   if (W == 1) {
     os_ << "#pragma unroll\n  for (int e = 0; e < " << l.per_thread() << "; ++e)\n";
-    element("e", "    ");
+    element("e", "    ", false);
   } else {
     const std::string B = std::to_string(W * bytes);
     os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
@@ -148,7 +149,7 @@ void TileEmitter::stage_copy(const ir::Instr& in) {
       os_ << "    if (" << every_lane(mask, l, W) << ") tf_copy_async<" << B << ">(" << base << " + " << index("e0") << ", "
           << bounds_.checked(p + "[e0]", in, in.args[1], W) << ", true);\n";
       os_ << "    else\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e)\n";
-      element("e", "        ");
+      element("e", "        ", true);
     } else {
       const std::string on = mask >= 0 ? at(mask, l, "e0") : "true";
       os_ << "    tf_copy_async<" << B << ">(" << base << " + " << index("e0") << ", " << bounds_.checked(p + "[e0]", in, in.args[1], W, on)

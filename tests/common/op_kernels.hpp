@@ -163,6 +163,29 @@ inline void stage_program(tl::Ptr<tl::f32> x, tl::Ptr<tl::f32> y, tl::Ptr<tl::f3
   tl::store(z + c128, stage.load<128>(at + 64, c128 < 100, -1.0));
 }
 
+/// A stage copy in a program with 2D tiles (code generation then takes its tile emitter): a 512-element
+/// stage set to -1, x[0, 256) copied into it at `at` under the mask i < n (0 past n, elements outside the
+/// stage dropped), the stage gathered back as y; and x[0, 256) copied to w as a [2, 128] tile.
+inline void stage_copy_2d_program(tl::Ptr<tl::f32> x, tl::Ptr<tl::f32> y, tl::Ptr<tl::f32> w, tl::Scalar<tl::i32> n,
+                                  tl::Scalar<tl::i32> at) {
+  tl::Stage<tl::f32, 512> stage;
+  auto all = tl::arange<512>();
+  stage.scatter(all, -1.0f);
+  auto c256 = tl::arange<256>();
+  stage.copy(at, x + c256, c256 < n);
+  tl::store(y + all, stage.gather(all));
+  auto at2 = tl::arange<2>()(tl::all, tl::none) * 128 + tl::arange<128>()(tl::none, tl::all);
+  tl::store(w + at2, tl::load(x + at2));
+}
+
+/// The float64 meaning of stage_copy_2d_program's y.
+inline std::vector<double> stage_copy_2d_reference(const std::vector<float>& x, int n, int at) {
+  std::vector<double> y(512, -1.0);
+  for (int i = 0; i < 256; ++i)
+    if (at + i >= 0 && at + i < 512) y[at + i] = i < n ? x[i] : 0.0;
+  return y;
+}
+
 /// The float64 meaning of stage_program: y and z for inputs x, n and at.
 inline void stage_reference(const std::vector<float>& x, int n, int at, std::vector<double>& y, std::vector<double>& z) {
   auto in_stage = [&](int q) { return q >= 0 && q < 512; };

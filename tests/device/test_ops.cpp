@@ -181,6 +181,24 @@ TEST_F(Gpu, StageSemanticsMatchTheInterpreter) {
     }
 }
 
+TEST_F(Gpu, StageCopiesInProgramsWith2DTilesMatchTheReference) {
+  // Runs partly in the mask go element by element; runs partly outside the stage are dropped.
+  Kernel<&testkit::stage_copy_2d_program> k("stage_copy_2d", KernelOptions{2, {"x", "y", "w", "n", "at"}});
+  const auto hx = reference::random_vector<float>(256, 27);
+  DeviceBuffer<float> x(hx), y(512), w(256);
+  for (int n : {0, 99, 100, 256})
+    for (int at : {0, 64, 256, 384, 448, 512, -64, 3, 510}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " at " + std::to_string(at));
+      y.fill_bytes(0xff);
+      w.fill_bytes(0xff);
+      k.launch({{1}, Backend::gpu}, x, y, w, n, at);
+      const auto ref = testkit::stage_copy_2d_reference(hx, n, at);
+      const auto gy = y.download(), gw = w.download();
+      for (int i = 0; i < 512; ++i) ASSERT_EQ(gy[i], static_cast<float>(ref[i])) << "y[" << i << "]";
+      for (int i = 0; i < 256; ++i) ASSERT_EQ(gw[i], hx[i]) << "w[" << i << "]";
+    }
+}
+
 TEST_F(Gpu, StageGatherAndScatterMatchTheInterpreter) {
   // Offsets per lane, past the stage's ends, masked; in a 1D program and in one with 2D tiles.
   Kernel<&testkit::gather_1d_program> g("gather_1d", KernelOptions{4, {"x", "y", "n", "at"}});

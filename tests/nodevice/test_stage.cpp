@@ -58,6 +58,29 @@ TEST(Stage, InterpreterCopiesStoresAndLoadsWithBounds) {
     }
 }
 
+TEST(Stage, CopiesInProgramsWith2DTilesTestEachRunOnce) {
+  // Through the tile emitter, with `at` a multiple of 16 and n unknown: runs of 4 floats, each tested
+  // against the stage's bounds once (a run lies wholly inside or outside it), copied at once where all of
+  // it is below n, else element by element with no second bounds test.
+  Kernel<&testkit::stage_copy_2d_program> k("stage_copy_2d", KernelOptions{2, {"x", "y", "w", "n", "at"}});
+  const std::string src = k.program().cuda_source(Specialization{{16, 16, 16, 1, 16}});
+  const std::size_t from = src.find("stage_copy @0"), to = src.find("tf_copy_wait();  //");
+  ASSERT_LT(from, to) << src;
+  const std::string copy = src.substr(from, to - from);
+  EXPECT_NE(copy.find("tf_copy_async<16>("), std::string::npos) << copy;
+  EXPECT_EQ(test::occurrences(copy, "< 512u"), 1u) << copy;
+  auto x = reference::random_vector<float>(256, 12);
+  for (int n : {0, 99, 256})
+    for (int at : {0, 256, 448, -64, 510}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " at " + std::to_string(at));
+      std::vector<float> y(512, std::nanf("")), w(256, std::nanf(""));
+      k.launch({{1}, Backend::interpreter}, x, y, w, n, at);
+      const auto ref = testkit::stage_copy_2d_reference(x, n, at);
+      for (int i = 0; i < 512; ++i) ASSERT_EQ(y[i], static_cast<float>(ref[i])) << "y[" << i << "]";
+      EXPECT_EQ(w, x);
+    }
+}
+
 TEST(Stage, UnwrittenElementsReadAsNaNInTheInterpreter) {
   // Shared memory holds garbage until written; the interpreter makes such reads visible.
   Kernel<&unwritten_program> k("unwritten", KernelOptions{1, {"y"}});
