@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # A against B on the GPU machine, in one run: two source trees of tilefuse (folders, or revisions of this
-# checkout's git history), each built, then the same benchmarks run alternately A, B, A, B ... (ROUNDS
-# times each) on the one machine, so that whatever drifts falls on both. OUT_DIR/ab.md sets each shape's x
-# copy under A and under B side by side (the median of the rounds) with the change and each side's choice,
-# then each kernel's worst, 5th percentile and median under both. A change to code generation is kept only
+# checkout's git history), each built (once, where A and B name the same tree), then the same benchmarks
+# run alternately A, B, A, B ... (ROUNDS times each) on the one machine, so that whatever drifts falls on
+# both; each side may add flags of its own (ARGS_A, ARGS_B: one tree's knob against its rule).
+# OUT_DIR/ab.md sets each shape's x copy under A and under B side by side (the median of the rounds) with
+# the change and each side's choice, then each kernel's worst, 5th percentile and median under both. A change to code generation is kept only
 # when it wins here (bench/NOTES.md).
 #   bash bench/ab_gpu.sh OUT_DIR A B [benchmark_filter]        (default filter: sweep)
 # Environment:
 #   STEPS   what to run, in this order (default all): build run report; a run split over invocations with
 #           the same OUT_DIR writes the same report.
 #   ROUNDS  runs of each side (default 1); SWEEP the sweep's shapes (default 60); ARGS more tilefuse_bench
-#           flags for both sides (e.g. --pack-rows 1).
+#           flags for both sides (e.g. --pack-rows 1); ARGS_A, ARGS_B flags for one side only (e.g.
+#           bash bench/ab_gpu.sh OUT HEAD HEAD with ARGS_B='--resident-threads 768').
 #   BENCH_A, BENCH_B  tilefuse_bench programs to run instead of building (bench/test_ab_gpu.sh).
 set -uo pipefail
 out=${1:?usage: ab_gpu.sh OUT_DIR A B [benchmark_filter]}
@@ -31,9 +33,14 @@ source_of() {
   echo "$out/src-$1"
 }
 
+# Whether both sides name the same tree (then B runs A's build).
+same_tree() { [ -z "${BENCH_A:-}${BENCH_B:-}" ] && [ "$side_a" = "$side_b" ]; }
+
 bench_of() {  # the tilefuse_bench of side $1
   local given=BENCH_${1^^}
-  if [ -n "${!given:-}" ]; then echo "${!given}"; else echo "$out/build-$1/bench/tilefuse_bench"; fi
+  if [ -n "${!given:-}" ]; then echo "${!given}"
+  elif [ "$1" = b ] && same_tree; then echo "$out/build-a/bench/tilefuse_bench"
+  else echo "$out/build-$1/bench/tilefuse_bench"; fi
 }
 
 if [[ "$steps" == *" build "* ]]; then
@@ -41,6 +48,7 @@ if [[ "$steps" == *" build "* ]]; then
     rev=$side_a; [ $x = b ] && rev=$side_b
     given=BENCH_${x^^}
     [ -n "${!given:-}" ] && continue
+    [ $x = b ] && same_tree && continue
     src=$(source_of $x "$rev") || { status=1; continue; }
     echo "== build $x ($rev)"
     { cmake -S "$src" -B "$out/build-$x" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/build-$x.log" 2>&1 &&
@@ -54,8 +62,9 @@ if [[ "$steps" == *" run "* ]]; then
     for x in a b; do
       echo "== run $x, round $round"
       # Each side compiles into a cache of its own: the two trees' kernels may share names and sources.
+      side_args=ARGS_${x^^}
       # shellcheck disable=SC2086
-      TILEFUSE_CACHE_DIR="$out/cache-$x" "$(bench_of $x)" --sweep "${SWEEP:-60}" --benchmark_filter="$filter" ${ARGS:-} \
+      TILEFUSE_CACHE_DIR="$out/cache-$x" "$(bench_of $x)" --sweep "${SWEEP:-60}" --benchmark_filter="$filter" ${ARGS:-} ${!side_args:-} \
         --table "$out/$x-$round.md" > "$out/$x-$round.log" 2>&1 || { echo "ab_gpu: run $x round $round failed: see $x-$round.log"; status=1; }
     done
   done
@@ -76,7 +85,7 @@ if [[ "$steps" == *" report "* ]]; then
         }' "$f"
     done
   }
-  rows | sort -k2,2 -k3,3 -k4,4 -k1,1 -k5,5n | awk -v a="$side_a" -v b="$side_b" -v date="$(date -u '+%F %H:%M UTC')" '
+  rows | sort -k2,2 -k3,3 -k4,4 -k1,1 -k5,5n | awk -v a="$side_a${ARGS_A:+ $ARGS_A}" -v b="$side_b${ARGS_B:+ $ARGS_B}" -v date="$(date -u '+%F %H:%M UTC')" '
     # The median of each side'"'"'s rounds per shape, then the shapes side by side and each kernel'"'"'s summary.
     function flush(   k, m) {
       if (key == "") return

@@ -2,7 +2,7 @@
 # A check of bench/ab_gpu.sh that needs no GPU (ctest ab_gpu_report): two stand-in benchmarks write tables
 # as tilefuse_bench --table does, two rounds each; the report must set each shape's median x copy under A
 # and B side by side with the change and the choices, and give each kernel's worst, 5th percentile and
-# median; a side whose run fails makes the script exit non-zero.
+# median; a side whose run fails makes the script exit non-zero; ARGS_A and ARGS_B reach their side alone.
 #   bash bench/test_ab_gpu.sh
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,4 +42,22 @@ grep -q '^| layernorm | 1 | 0.59 / 0.59 / 0.59 | 0.75 / 0.75 / 0.75 |$' "$r" || 
 # A side that fails: non-zero exit.
 printf '#!/usr/bin/env bash\nexit 3\n' > "$out/broken" && chmod +x "$out/broken"
 BENCH_A=$out/bench_a BENCH_B=$out/broken bash "$src/bench/ab_gpu.sh" "$out/ab2" a b > "$out/log" 2>&1 && fail "exit 0 with a failed run"
+# One stand-in for both sides, its x copy set by a flag that only B passes (ARGS_B), the flag both pass
+# (ARGS) seen by both.
+cat > "$out/knob" <<SCRIPT
+#!/usr/bin/env bash
+x=0.50; both=no
+while [ \$# -gt 0 ]; do
+  case \$1 in --table) table=\$2 ;; --knob) x=0.90 ;; --both) both=yes ;; esac
+  shift
+done
+[ \$both = yes ] || exit 4
+printf '| kernel | impl | shape | dtype | time (us) | GB/s | x copy | note |\n|---|---|---|---|---:|---:|---:|---|\n' > "\$table"
+echo "| softmax | tilefuse automatic | 5x855125 | bf16 | 12.00 | 2500 | \$x | sweep; chose split; rel err 1e-3 |" >> "\$table"
+SCRIPT
+chmod +x "$out/knob"
+BENCH_A=$out/knob BENCH_B=$out/knob ARGS=--both ARGS_B=--knob bash "$src/bench/ab_gpu.sh" "$out/ab3" HEAD HEAD > "$out/log" 2>&1 ||
+  fail "exit non-zero with per-side flags"
+grep -q '^| softmax | 5x855125 | bf16 | 0.50 | 0.90 | +0.40 | split | split |$' "$out/ab3/ab.md" || fail "ARGS_B not passed to B alone"
+grep -q '^A: HEAD, B: HEAD --knob\.' "$out/ab3/ab.md" || fail "the sides' own flags are not in their names"
 echo "ab_gpu.sh report: ok"
