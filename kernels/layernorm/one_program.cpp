@@ -47,8 +47,10 @@ void one_program(const RowCall& call, const Args& a) {
     // windows, or (staged) as one run of memory through shared memory, w and b then aligned with every
     // row, on tiles as wide as the softmax packs.
     const bool staged = staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>(), /*column_operands=*/true);
-    // Rows read row by row that are not whole vectors may still be written through shared memory.
-    const bool staged_store = !staged && !peel && staged_stores(call.opt.tuning, call.cols, element_bytes_of<T>());
+    // Rows read row by row element by element (not whole vectors, neither staged nor windowed) may still be
+    // written through shared memory.
+    const bool by_element = !staged && !peel && !whole_vectors(call.cols, element_bytes_of<T>());
+    const bool staged_store = by_element && staged_stores(call.opt.tuning, call.cols, element_bytes_of<T>());
     const std::int64_t width = peel && !staged ? window : call.cols;
     if (packed_rows(call.opt.tuning, width, call.cols, element_bytes_of<T>())) {
       static constexpr const char* packed_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "n_rows", "eps"};
@@ -56,8 +58,7 @@ void one_program(const RowCall& call, const Args& a) {
         if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {
           constexpr int R = kRowsPerProgram<T, C>;
           auto name = [](const char* stem) { return stem + std::to_string(R) + "x" + std::to_string(C); };
-          // Rows read row by row element by element ask for kNormRowByRowResident threads per SM.
-          const bool by_element = !staged && !peel && !whole_vectors(call.cols, element_bytes_of<T>());
+          // Rows read element by element ask for kNormRowByRowResident threads per SM.
           const KernelShape shape = packed_shape(call.opt.tuning, by_element ? kNormRowByRowResident : 0);
           Program& p = staged ? kernel_for<&layernorm_staged_rows_program<T, R, C>>(shape, [&] { return name("layernorm_staged_rows_"); }, packed_params)
                        : peel ? kernel_for<&layernorm_rows_program<T, R, C, true>>(shape, [&] { return name("layernorm_rows_") + "_peeled"; }, packed_params)
