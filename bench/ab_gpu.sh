@@ -4,8 +4,8 @@
 # run alternately A, B, A, B ... (ROUNDS times each) on the one machine, so that whatever drifts falls on
 # both; each side may add flags of its own (ARGS_A, ARGS_B: one tree's knob against its rule).
 # OUT_DIR/ab.md sets each shape's x copy under A and under B side by side (the median of the rounds) with
-# the change and each side's choice, then each kernel's worst, 5th percentile and median under both. A change to code generation is kept only
-# when it wins here (bench/NOTES.md).
+# the change and each side's choice, then each kernel's worst, 5th percentile and median under both. A
+# change to code generation is kept only when it wins here (bench/NOTES.md).
 #   bash bench/ab_gpu.sh OUT_DIR A B [benchmark_filter]        (default filter: sweep)
 # Environment:
 #   STEPS   what to run, in this order (default all): build run report; a run split over invocations with

@@ -187,8 +187,8 @@ inline constexpr std::int64_t kThreadRowBytes = 8192 / 128;
 /// (kThreadRowBytes) or, for a family without per-column operands (`column_operands` false: the
 /// softmax, whose gathered tile holds whole rows per thread, passes: thread_lines_layout), a row over
 /// two threads (one shuffle per reduction). Row by row, such rows write partial sectors that hold the
-/// L2 busy (ncu: 3x the sectors the bytes need); wider half rows measured slower staged (H200, bench/NOTES.md
-/// "Narrow rows through shared memory", "Narrow rows copied into the stage").
+/// L2 busy; wider half rows measured slower staged (H200, bench/NOTES.md "Narrow rows through shared
+/// memory", "Narrow rows copied into the stage").
 bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes, bool column_operands);
 
 /// Whether packed rows of `cols` elements of `element_bytes` read row by row are written through shared
