@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct Options {
   /// Pipelined loads of row-major matrix blocks in kernels on warpgroup MMA are copied by TMA, and a last
   /// store of such a block goes out through TMA (KernelOptions::tma; see Generated::tensor_maps).
   bool tma = true;
+  /// The value of each scalar parameter compiled in as a constant (KernelOptions::constant_params), by
+  /// parameter index; nullopt or past the end: read from the kernel's argument.
+  std::vector<std::optional<std::int64_t>> constants;
 };
 
 /// The most tensor maps a kernel takes (further loads keep cp.async, stores go from registers); the

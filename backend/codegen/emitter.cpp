@@ -59,6 +59,13 @@ void Emitter::check() const {
 
 void Emitter::signature() { os_ << signature_text(fn_, a_, opt_); }
 
+std::string param_value(const ir::Function& fn, const Options& opt, int index) {
+  const auto i = static_cast<std::size_t>(index);
+  if (i < opt.constants.size() && opt.constants[i])
+    return text::integer_literal(fn.params[i].type.dtype, *opt.constants[i]) + " /* compiled in */";
+  return "a_" + text::identifier(fn.params[i].name);
+}
+
 std::string signature_text(const ir::Function& fn, const passes::Analysis& a, const Options& opt) {
   std::ostringstream os;
   const int threads = 32 * opt.num_warps;
@@ -120,8 +127,8 @@ void Emitter::instr(const ir::Instr& in) {
 void Emitter::geometry(const ir::Instr& in) {
   switch (in.op) {
     case Op::param:
-      os_ << "  " << value_type(in.result) << " const " << v(in.result) << " = a_"
-          << text::identifier(fn_.params[in.as<ir::attr::Param>().index].name) << ";\n";
+      os_ << "  " << value_type(in.result) << " const " << v(in.result) << " = "
+          << param_value(fn_, opt_, in.as<ir::attr::Param>().index) << ";\n";
       break;
     case Op::program_id:
     case Op::num_programs: {

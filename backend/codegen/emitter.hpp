@@ -104,6 +104,9 @@ std::string elementwise_expr(const ir::Function& fn, const ir::Instr& in, const 
 /// store rounds it once (RN of the value equals RN of its RN), which spares a conversion and a widening
 /// per element. Both emitters follow it.
 bool rounded_by_stores(const ir::Function& fn, const passes::Analysis& a, const ir::Instr& in);
+/// The value of parameter `index` (a scalar) as the kernel reads it: its argument `a_<name>`, or the
+/// literal Options::constants compiles in for it.
+std::string param_value(const ir::Function& fn, const Options& opt, int index);
 /// The kernel's opening line: launch bounds, cluster dimensions, name and parameters (pointers that
 /// nothing stores through are const), through the opening brace.
 std::string signature_text(const ir::Function& fn, const passes::Analysis& a, const Options& opt);

@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "backend/numerics/float16.hpp"
@@ -91,6 +92,15 @@ std::string literal(DType t, double v) {
     case DType::i1: return v != 0 ? "true" : "false";
   }
   return "?";
+}
+
+std::string integer_literal(DType t, std::int64_t v) {
+  if (t == DType::i32) {
+    const auto x = static_cast<std::int32_t>(v);
+    // -2147483648 would be the negation of a literal too wide for int.
+    return x == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(x);
+  }
+  return v == INT64_MIN ? "(-9223372036854775807ll - 1)" : std::to_string(v) + "ll";
 }
 
 std::string identifier(const std::string& s) {

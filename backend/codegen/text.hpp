@@ -2,6 +2,7 @@
 // types and values come from the IR).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "backend/ir/ir.hpp"
@@ -22,6 +23,8 @@ std::string from_word(ir::DType t, const std::string& w, int half);
 std::string rounded(ir::DType t, const std::string& x);
 /// The literal `v` of dtype t (floats exact as f32 after rounding to t; NaN and infinities as bit patterns).
 std::string literal(ir::DType t, double v);
+/// The integer literal `v` of dtype t (i32 or i64), exact, the most negative value included.
+std::string integer_literal(ir::DType t, std::int64_t v);
 /// `s` as a C identifier (other characters become '_').
 std::string identifier(const std::string& s);
 /// The statement of a grid-ordering op (gdc_wait, gdc_launch_dependents): a call of prelude/grid.cuh.

@@ -382,8 +382,7 @@ void TileEmitter::compute(const ir::Instr& in, const TileLayout2& l, const std::
 
 std::string TileEmitter::scalar(const ir::Instr& in) {
   switch (in.op) {
-    case Op::param:
-      return "a_" + text::identifier(fn_.params[in.as<ir::attr::Param>().index].name);
+    case Op::param: return param_value(fn_, opt_, in.as<ir::attr::Param>().index);
     case Op::program_id: return std::string("(int)blockIdx.") + "xyz"[in.as<ir::attr::Axis>().axis];
     case Op::num_programs: return std::string("(int)gridDim.") + "xyz"[in.as<ir::attr::Axis>().axis];
     default: {

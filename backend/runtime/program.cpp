@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -116,6 +117,19 @@ Program::Program(ir::Function traced, KernelOptions options) : options_(std::mov
   if (options_.shared_carveout < -1 || options_.shared_carveout > 100)
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': shared_carveout must be from -1 to 100 (percent), got " +
                                 std::to_string(options_.shared_carveout));
+  constant_params_.assign(fn_.params.size(), false);
+  for (const std::string& name : options_.constant_params) {
+    std::size_t i = 0;
+    while (i < fn_.params.size() && fn_.params[i].name != name) ++i;
+    if (i == fn_.params.size() || fn_.params[i].type.pointer || !ir::is_int(fn_.params[i].type.dtype)) {
+      std::string ints;
+      for (const auto& p : fn_.params)
+        if (!p.type.pointer && ir::is_int(p.type.dtype)) ints += (ints.empty() ? "" : ", ") + p.name;
+      throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': constant_params names '" + name +
+                                  "', expected one of its integer scalar parameters (" + (ints.empty() ? "it has none" : ints) + ")");
+    }
+    constant_params_[i] = true;
+  }
   if (options_.min_programs_per_sm < 0 || options_.min_programs_per_sm > 2048)
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': min_programs_per_sm must be from 0 to 2048, got " +
                                 std::to_string(options_.min_programs_per_sm));
@@ -141,7 +155,7 @@ codegen::Generated Program::generate(const Specialization& spec, const std::stri
   return codegen::generate(
       fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, bounded ? options_.min_programs_per_sm : 0, options_.cluster_size,
                                   options_.resident_groups, options_.num_stages, spec.bounds_checks, options_.precise_division,
-                                  options_.tma});
+                                  options_.tma, spec.constants});
 }
 
 std::string Program::cuda_source(const Specialization& spec, const std::string& arch) const { return generate(spec, arch).source; }
@@ -293,6 +307,10 @@ Specialization Program::specialize(const LaunchConfig& config, std::span<const A
       case Arg::Kind::i64: spec.divisibility[i] = integer_divisibility(a.i64); break;
       case Arg::Kind::f32: spec.divisibility[i] = 1; break;
     }
+    if (constant_params_[i]) {
+      spec.constants.resize(args.size());
+      spec.constants[i] = a.kind == Arg::Kind::i32 ? a.i32 : a.i64;
+    }
   }
   return spec;
 }
@@ -304,6 +322,7 @@ std::string Program::describe(const Specialization& spec) const {
     if (!s.empty()) s += ' ';
     s += fn_.params[i].name + ":";
     if (t.pointer) s += "align" + std::to_string(spec.divisibility[i]);
+    else if (i < spec.constants.size() && spec.constants[i]) s.back() = '=', s += std::to_string(*spec.constants[i]);
     else if (ir::is_int(t.dtype)) s += "div" + std::to_string(spec.divisibility[i]);
     else s += "f32";
   }
@@ -329,6 +348,11 @@ std::vector<std::string> Program::recompile_reasons() const {
 
 namespace {
 
+// The value `spec` compiles in for parameter i, if any.
+std::optional<std::int64_t> constant_of(const Specialization& spec, std::size_t i) {
+  return i < spec.constants.size() ? spec.constants[i] : std::nullopt;
+}
+
 std::string divisibility_words(int d, bool pointer) {
   if (pointer) return "aligned to " + std::to_string(d) + " bytes";
   return d == 1 ? "odd" : "divisible by " + std::to_string(d);
@@ -344,12 +368,18 @@ std::string Program::why_new(const Specialization& spec, std::span<const Arg> ar
   for (const auto& e : gpu_->entries) {
     if (e->spec == spec) return "";
     int differ = e->spec.programs_per_block != spec.programs_per_block;
-    for (std::size_t i = 0; i < spec.divisibility.size(); ++i) differ += e->spec.divisibility[i] != spec.divisibility[i];
+    for (std::size_t i = 0; i < spec.divisibility.size(); ++i)
+      differ += e->spec.divisibility[i] != spec.divisibility[i] || constant_of(e->spec, i) != constant_of(spec, i);
     if (differ < fewest) fewest = differ, nearest = e.get();
   }
   if (!nearest) return "kernel '" + fn_.name + "': the first specialization (" + describe(spec) + ")";
   std::string why;
   for (std::size_t i = 0; i < spec.divisibility.size(); ++i) {
+    if (const auto was = constant_of(nearest->spec, i), now = constant_of(spec, i); was != now) {
+      why += std::string(why.empty() ? "" : "; ") + param_label(i) + " = " + std::to_string(now.value_or(0)) +
+             ", where the compiled one has " + std::to_string(was.value_or(0)) + " compiled in (KernelOptions::constant_params)";
+      continue;
+    }
     const int was = nearest->spec.divisibility[i], now = spec.divisibility[i];
     if (was == now) continue;
     const Arg& a = args[i];

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -67,6 +68,11 @@ struct KernelOptions {
   /// programs, or where fitting them would spill (what launches, compile and inspect use; cuda_source and
   /// generate show the request).
   bool min_programs_unless_spilling = false;
+  /// Integer scalar parameters (by name) whose launch values are compiled into the kernel as constants,
+  /// as Triton compiles a tl.constexpr: masks against them, divisions by them and the elements of a tile
+  /// past them fold away. Each distinct value compiles (and caches) a specialization of its own, so name
+  /// only parameters that take few values, such as a narrow row's width. The interpreter ignores it.
+  std::vector<std::string> constant_params;
 };
 
 /// What is known about each argument at compile time: the power of two that divides an integer argument
@@ -78,6 +84,9 @@ struct Specialization {
   int programs_per_block = 1;
   /// Every global access checked against its argument's size (TILEFUSE_DEBUG_BOUNDS=1; slow).
   bool bounds_checks = false;
+  /// The value compiled in for each parameter KernelOptions::constant_params names, by parameter index
+  /// (nullopt for the others); empty when it names none.
+  std::vector<std::optional<std::int64_t>> constants;
   friend bool operator==(const Specialization&, const Specialization&) = default;
 };
 
@@ -174,8 +183,8 @@ class Program {
   /// The specialization a GPU launch of `config` with `args` compiles (what launches key their kernels on).
   Specialization specialize(const LaunchConfig& config, std::span<const Arg> args) const;
   /// A specialization as text, one entry per parameter: "in:align16 out:align16 stride:div8 n_cols:div8"
-  /// (pointers: byte alignment of the address; integers: the power of two dividing the value), then
-  /// "programs_per_block:8" where one-warp programs are packed.
+  /// (pointers: byte alignment of the address; integers: the power of two dividing the value, or
+  /// "n_cols=151" for a value compiled in), then "programs_per_block:8" where one-warp programs are packed.
   std::string describe(const Specialization& spec) const;
   /// The specializations GPU launches have compiled so far, oldest first.
   std::vector<Specialization> specializations() const;
@@ -214,6 +223,7 @@ class Program {
   ir::Function fn_;
   KernelOptions options_;
   bool waits_for_previous_ = false;  ///< the program calls tl::gdc_wait (what a LaunchConfig::pdl launch needs)
+  std::vector<bool> constant_params_;  ///< by parameter index: KernelOptions::constant_params names it
   std::unique_ptr<Gpu> gpu_;
 };
 

@@ -108,6 +108,31 @@ TEST_F(GpuInterop, InspectionKeyIsTheLaunchedKey) {
       << reasons[1];
 }
 
+TEST_F(GpuInterop, ConstantParamsRunTheirValueAndRecompilePerValue) {
+  // KernelOptions::constant_params: n compiled in; each value runs its own kernel, right at the mask's end.
+  Kernel<&affine> k("affine_constant_n", {.num_warps = 4, .param_names = {"in", "out", "s", "n"}, .constant_params = {"n"}});
+  const int n = 2000;
+  std::vector<float> x(n);
+  for (int i = 0; i < n; ++i) x[i] = static_cast<float>(i % 97) - 48.0f;
+  DeviceBuffer<float> in(x), out(n);
+  for (int count : {1999, 1000, 1, 1999}) {
+    out.fill_bytes(0xff);  // NaN: an element written past the mask or left unwritten shows
+    k.launch({{4}, Backend::gpu}, in, out, 2.0f, count);
+    const auto got = out.download();
+    for (int i = 0; i < n; ++i) {
+      if (i < count) ASSERT_EQ(got[i], x[i] * 2.0f + 1.0f) << "n = " << count << ", element " << i;
+      else ASSERT_TRUE(std::isnan(got[i])) << "n = " << count << ", element " << i;
+    }
+  }
+  ASSERT_EQ(k.program().specializations().size(), 3u);  // 1999 ran again without compiling
+  EXPECT_EQ(k.program().describe(k.program().specializations()[0]), "in:align16 out:align16 s:f32 n=1999");
+  const auto reasons = k.program().recompile_reasons();
+  ASSERT_EQ(reasons.size(), 2u);
+  EXPECT_NE(reasons[0].find("argument 3 (n) = 1000, where the compiled one has 1999 compiled in (KernelOptions::constant_params)"),
+            std::string::npos)
+      << reasons[0];
+}
+
 // ---- the debug mode's bounds checks (TILEFUSE_DEBUG_BOUNDS=1) ----
 
 struct DebugBounds {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -25,6 +26,12 @@ namespace {
 void twice(tl::Ptr<const tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> n) {
   auto i = tl::program_id(0) * 256 + tl::arange<256>();
   tl::store(out + i, tl::load(in + i, i < n) * 2.0f, i < n);
+}
+
+// in[i] *= s over n elements.
+void scale_by(tl::Ptr<tl::f32> in, tl::Scalar<tl::f32> s, tl::Scalar<tl::i32> n) {
+  auto i = tl::program_id(0) * 256 + tl::arange<256>();
+  tl::store(in + i, tl::load(in + i, i < n) * s, i < n);
 }
 
 using test::message_of;
@@ -97,6 +104,46 @@ TEST(Inspect, ShowsTheSpecializationALaunchCompiles) {
   const Inspection j = twice_kernel().inspect({{4}, Backend::gpu}, in, shifted, 1000);
   EXPECT_EQ(j.key, "in:align16 out:align4 n:div8");
   EXPECT_TRUE(j.cuda != i.cuda);  // the stores lose their 16-byte runs
+}
+
+TEST(Inspect, ConstantParamsCompileTheirLaunchValueIn) {
+  // KernelOptions::constant_params: n's value is compiled into the kernel, one specialization per value.
+  static Kernel<&twice> k("twice_n", {.num_warps = 2, .param_names = {"in", "out", "n"}, .constant_params = {"n"}});
+  auto* base = reinterpret_cast<float*>(std::uintptr_t{0x200000});
+  const DeviceView<const float> in(base, 1000);
+  const DeviceView<float> out(base + 1024, 1000);
+  const Inspection i = k.inspect({{4}, Backend::gpu}, in, out, 1000);
+  EXPECT_EQ(i.key, "in:align16 out:align16 n=1000");
+  EXPECT_NE(i.cuda.find("int const v2 = 1000 /* compiled in */;"), std::string::npos) << i.cuda;
+  EXPECT_EQ(i.cuda.find("= a_n;"), std::string::npos);
+  EXPECT_NE(i.cuda.find("int a_n)"), std::string::npos);  // the launch still passes it
+  EXPECT_EQ(i.compiled.spill_bytes, 0);
+  const Inspection j = k.inspect({{4}, Backend::gpu}, in, out, 999);
+  EXPECT_EQ(j.key, "in:align16 out:align16 n=999");
+  EXPECT_NE(j.cache_key, i.cache_key);
+  EXPECT_NE(j.spec, i.spec);
+  EXPECT_EQ(k.inspect({{4}, Backend::gpu}, in, out, 1000).cuda, i.cuda);
+  // The most negative i32 is a literal NVRTC takes (no element is in the mask).
+  const Inspection lowest = k.inspect({{4}, Backend::gpu}, in, out, std::numeric_limits<std::int32_t>::min());
+  EXPECT_NE(lowest.cuda.find("(-2147483647 - 1) /* compiled in */"), std::string::npos);
+  EXPECT_GT(lowest.compiled.registers, 0);
+  // The interpreter reads the argument as always.
+  const std::vector<float> host_in = {1, 2, 3, 4, 5};
+  std::vector<float> host_out(5, -1.0f);
+  k.launch({{1}, Backend::interpreter}, host_in, host_out, 3);
+  EXPECT_EQ(host_out, (std::vector<float>{2, 4, 6, -1, -1}));
+}
+
+TEST(Inspect, ConstantParamsNameIntegerScalars) {
+  for (const char* name : {"m", "in", "s"}) {
+    const std::string m = message_of([&] {
+      Kernel<&scale_by> k("scale_by", {.param_names = {"in", "s", "n"}, .constant_params = {name}});
+    });
+    EXPECT_NE(m.find(std::string("kernel 'scale_by': constant_params names '") + name +
+                     "', expected one of its integer scalar parameters (n)"),
+              std::string::npos)
+        << m;
+  }
 }
 
 TEST(Inspect, CapturesWhatALibraryCallWouldLaunch) {
