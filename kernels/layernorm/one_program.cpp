@@ -59,7 +59,7 @@ void one_program(const RowCall& call, const Args& a) {
           constexpr int R = kRowsPerProgram<T, C>;
           auto name = [](const char* stem) { return stem + std::to_string(R) + "x" + std::to_string(C); };
           // Rows read element by element ask for kNormRowByRowResident threads per SM.
-          const KernelShape shape = packed_shape(call.opt.tuning, by_element ? kNormRowByRowResident : 0);
+          const KernelShape shape = packed_shape(call.opt.tuning, "n", by_element ? kNormRowByRowResident : 0);
           Program& p = staged ? kernel_for<&layernorm_staged_rows_program<T, R, C>>(shape, [&] { return name("layernorm_staged_rows_"); }, packed_params)
                        : peel ? kernel_for<&layernorm_rows_program<T, R, C, true>>(shape, [&] { return name("layernorm_rows_") + "_peeled"; }, packed_params)
                        : staged_store

@@ -62,6 +62,11 @@ struct Tuning {
   /// run, which goes out as whole 16-byte vectors but for its two ends (StagedRows::store); the rule is
   /// staged_stores.
   std::optional<bool> stage_stores;
+  /// Whether packed narrow rows' kernels compile the row's width in (KernelOptions::constant_params): the
+  /// tile's columns past it, the masks against it and the divisions by it fold away (a 256-column tile of
+  /// 151 bf16 columns, LayerNorm: 1000 instructions a program -> 456, 72 registers -> 56), at one compile
+  /// per distinct width. The rule is no.
+  std::optional<bool> constant_cols;
   /// Whether LayerNorm's f16/bf16 rows read through windows on one program go to programs that stride
   /// over rows sharing a window's offset, w and b copied once per program into shared memory and read
   /// from there 16 bytes at a time (layernorm_strided_program); the rule is yes for windows of several

@@ -68,6 +68,7 @@ KernelOptions KernelShape::options(std::span<const char* const> params) const {
   o.shared_carveout = carveout;
   o.resident_groups = groups;
   o.min_programs_unless_spilling = min_programs_unless_spilling;
+  if (!constant.empty()) o.constant_params.emplace_back(constant);
   return o;
 }
 
@@ -228,7 +229,11 @@ bool staged_stores(const Tuning& tuning, std::int64_t cols, int element_bytes) {
   return !whole_vectors(cols, element_bytes) && tuning.stage_stores.value_or(false);
 }
 
-KernelShape packed_shape(const Tuning& tuning, int resident_rule) { return KernelShape{4, resident_programs(tuning, resident_rule, 4)}; }
+KernelShape packed_shape(const Tuning& tuning, std::string_view width_param, int resident_rule) {
+  KernelShape shape{4, resident_programs(tuning, resident_rule, 4)};
+  if (tuning.constant_cols.value_or(false)) shape.constant = width_param;
+  return shape;
+}
 
 std::int64_t window_cols(std::int64_t cols, int element_bytes) { return cols + 16 / element_bytes - 1; }
 

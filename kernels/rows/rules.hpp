@@ -6,6 +6,7 @@
 #include <compare>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "backend/runtime/program.hpp"
 #include "backend/runtime/target.hpp"
@@ -22,6 +23,8 @@ struct KernelShape {
   int carveout = 100;     ///< KernelOptions::shared_carveout
   bool groups = false;    ///< KernelOptions::resident_groups
   bool min_programs_unless_spilling = false;  ///< KernelOptions::min_programs_unless_spilling
+  /// The parameter KernelOptions::constant_params compiles in; empty: none.
+  std::string_view constant;
   friend auto operator<=>(const KernelShape&, const KernelShape&) = default;
   /// The KernelOptions of this shape with parameters named `params`.
   KernelOptions options(std::span<const char* const> params) const;
@@ -196,9 +199,10 @@ bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes, boo
 /// element-by-element stores write partial sectors.
 bool staged_stores(const Tuning& tuning, std::int64_t cols, int element_bytes);
 
-/// The narrow-row kernels' shape: four warps (a program holds 8 KB of rows, kRowsPerProgram), and
-/// `resident_rule` threads per SM unless Tuning::resident_threads says otherwise (0: ptxas's choice).
-KernelShape packed_shape(const Tuning& tuning, int resident_rule = 0);
+/// The narrow-row kernels' shape: four warps (a program holds 8 KB of rows, kRowsPerProgram),
+/// `resident_rule` threads per SM unless Tuning::resident_threads says otherwise (0: ptxas's choice), and
+/// the row width, parameter `width_param`, compiled in where Tuning::constant_cols says so.
+KernelShape packed_shape(const Tuning& tuning, std::string_view width_param, int resident_rule = 0);
 
 /// Columns the aligned window of a row of `cols` elements of `element_bytes` spans at most: the row and
 /// the up to one vector less one element before it.

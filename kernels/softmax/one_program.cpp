@@ -40,7 +40,7 @@ void one_program(const RowCall& call, const Args& a) {
         if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {
           constexpr int R = kRowsPerProgram<T, C>;
           auto name = [](const char* stem) { return stem + std::to_string(R) + "x" + std::to_string(C); };
-          const KernelShape shape = packed_shape(call.opt.tuning);
+          const KernelShape shape = packed_shape(call.opt.tuning, "n_cols");
           Program& p = staged ? kernel_for<&softmax_staged_rows_program<T, R, C>>(shape, [&] { return name("softmax_staged_rows_"); }, packed_params)
                        : peel_packed ? kernel_for<&softmax_rows_program<T, R, C, true>>(shape, [&] { return name("softmax_rows_") + "_peeled"; }, packed_params)
                        : staged_store

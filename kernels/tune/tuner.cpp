@@ -74,6 +74,8 @@ const std::vector<Knob>& knobs() {
        [](Tuning& t, std::int64_t v) { t.stage_rows = v != 0; }},
       {"stage_stores", [](const Tuning& t) { return t.stage_stores ? std::optional<std::int64_t>(*t.stage_stores) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.stage_stores = v != 0; }},
+      {"constant_cols", [](const Tuning& t) { return t.constant_cols ? std::optional<std::int64_t>(*t.constant_cols) : std::nullopt; },
+       [](Tuning& t, std::int64_t v) { t.constant_cols = v != 0; }},
       {"stride_rows", [](const Tuning& t) { return t.stride_rows ? std::optional<std::int64_t>(*t.stride_rows) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.stride_rows = v != 0; }},
       {"shift_affine", [](const Tuning& t) { return t.shift_affine ? std::optional<std::int64_t>(*t.shift_affine) : std::nullopt; },
@@ -95,7 +97,12 @@ void keep(const std::string& key, const RowConfig& config) {
 }  // namespace
 
 void narrow_row_configs(RowSpace& space, std::int64_t cols, int element_bytes, const Tuning& base, bool column_operands) {
-  if (whole_vectors(cols, element_bytes) || !packable_rows(cols, element_bytes)) return;
+  if (!packable_rows(cols, element_bytes)) return;
+  space.add(RowVariant::one_program, [&](Tuning& t) {
+    t.pack_rows = true;
+    t.constant_cols = true;
+  });
+  if (whole_vectors(cols, element_bytes)) return;
   const bool staged = staged_rows(base, cols, element_bytes, column_operands);
   space.add(RowVariant::one_program, [&](Tuning& t) {
     t.pack_rows = true;

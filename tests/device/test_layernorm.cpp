@@ -16,13 +16,15 @@ using test::Gpu;
 using kernels::RowVariant;
 
 // LayerNorm `variant` (split and cluster over `splits` programs per row) on the GPU and in the
-// interpreter, against float64 and against each other; `mean` and `stddev` shape the random rows.
+// interpreter, against float64 and against each other; `mean` and `stddev` shape the random rows;
+// `tuning` holds the knobs both runs take.
 template <class H>
 void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, RowVariant variant = RowVariant::one_program,
-                     std::int64_t splits = 1, float stddev = 1.f) {
+                     std::int64_t splits = 1, float stddev = 1.f, const kernels::Tuning& tuning = {}) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("layernorm ") + kernels::variant_name(variant) + " splits " + std::to_string(splits) + " " +
-               std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+               std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed) +
+               (tuning.constant_cols.value_or(false) ? " width compiled in" : ""));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, mean, stddev);
   auto hw = reference::random_vector<H>(cols, seed + 1);
@@ -36,7 +38,7 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, Row
   kernels::RowStats<std::vector<float>> istats{std::vector<float>(rows), std::vector<float>(rows)};
   kernels::NormSplitScratch<DeviceBuffer<float>> scratch{DeviceBuffer<float>(rows * splits), DeviceBuffer<float>(rows * splits)};
   kernels::NormSplitScratch<std::vector<float>> iscratch{std::vector<float>(rows * splits), std::vector<float>(rows * splits)};
-  const kernels::RowOptions gpu_opt{Backend::gpu}, interp_opt{Backend::interpreter};
+  const kernels::RowOptions gpu_opt{Backend::gpu, nullptr, tuning}, interp_opt{Backend::interpreter, nullptr, tuning};
   if (variant == RowVariant::split) {
     kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, splits, 1e-5f, gpu_opt);
     kernels::layernorm_split(hx, hw, hb, interp, istats, iscratch, rows, cols, splits, 1e-5f, interp_opt);
@@ -97,6 +99,20 @@ TEST_F(Gpu, LayerNormNarrowRowsSeveralPerProgram) {
   }
   check_layernorm<float>(3001, 33, 1e4f);  // shifted by each row's first element
   check_layernorm<half>(100003, 47);
+}
+
+// The same rows with the width compiled into the packed kernels (Tuning::constant_cols): one kernel per
+// width, the tile's columns past it folded away; staged, row by row and whole-vector rows, and the last
+// program's rows past the matrix.
+TEST_F(Gpu, LayerNormNarrowRowsWithTheirWidthCompiledIn) {
+  kernels::Tuning constant;
+  constant.constant_cols = true;
+  for (std::int64_t cols : {1, 8, 16, 25, 47, 64, 65, 79, 151, 155, 249, 256}) {
+    check_layernorm<bfloat16>(10007, cols, 0.f, RowVariant::one_program, 1, 1.f, constant);
+    check_layernorm<half>(3001, cols, 0.f, RowVariant::one_program, 1, 1.f, constant);
+  }
+  for (std::int64_t cols : {5, 33, 100, 127})
+    check_layernorm<float>(3001, cols, 1e4f, RowVariant::one_program, 1, 1.f, constant);  // shifted by each row's first element
 }
 
 TEST_F(Gpu, ClusterLayerNormReadsOnce) {

@@ -16,12 +16,14 @@ using namespace tilefuse;
 using test::Gpu;
 using kernels::RowVariant;
 
-// The one-program softmax (narrow rows several per program unless pack_rows is false) and the five-kernel
-// baseline on the GPU, against the interpreter and float64.
+// The one-program softmax (narrow rows several per program unless pack_rows is false, their width
+// compiled in with constant_cols) and the five-kernel baseline on the GPU, against the interpreter and
+// float64.
 template <class H>
-void check_softmax(std::int64_t rows, std::int64_t cols, bool pack_rows = true) {
+void check_softmax(std::int64_t rows, std::int64_t cols, bool pack_rows = true, bool constant_cols = false) {
   const auto seed = std::random_device{}();
-  SCOPED_TRACE("softmax " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+  SCOPED_TRACE("softmax " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed) +
+               (constant_cols ? " width compiled in" : ""));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto host_x = reference::random_vector<H>(n, seed, 0.f, 3.f);
   DeviceBuffer<H> x(host_x), y(n), y2(n);
@@ -31,6 +33,7 @@ void check_softmax(std::int64_t rows, std::int64_t cols, bool pack_rows = true) 
   y2.fill_bytes(0xff);
   kernels::RowOptions on_gpu{Backend::gpu}, in_interpreter{Backend::interpreter};
   on_gpu.tuning.pack_rows = in_interpreter.tuning.pack_rows = pack_rows;
+  on_gpu.tuning.constant_cols = in_interpreter.tuning.constant_cols = constant_cols;
   kernels::softmax(x, y, rows, cols, on_gpu);
   kernels::softmax_unfused(x, y2, scratch, rows, cols, {Backend::gpu});
   driver::synchronize();
@@ -77,6 +80,17 @@ TEST_F(Gpu, SoftmaxNarrowRowsSeveralPerProgram) {
     check_softmax<float>(3001, cols);
   }
   check_softmax<bfloat16>(100003, 47);  // 1563 programs of 64 rows
+}
+
+// The same rows with the width compiled into the packed kernels (Tuning::constant_cols): one kernel per
+// width, the tile's columns past it folded away; staged, row by row and whole-vector rows, and the last
+// program's rows past the matrix.
+TEST_F(Gpu, SoftmaxNarrowRowsWithTheirWidthCompiledIn) {
+  for (std::int64_t cols : {1, 8, 16, 25, 47, 64, 65, 79, 151, 155, 249, 256}) {
+    check_softmax<bfloat16>(10007, cols, true, true);
+    check_softmax<half>(3001, cols, true, true);
+  }
+  for (std::int64_t cols : {5, 33, 100, 127}) check_softmax<float>(3001, cols, true, true);
 }
 
 // Narrow rows that are not whole vectors through a stage, gathered as whole rows per thread (up to 32

@@ -645,3 +645,60 @@ TEST(RowsAlignment, StagedRowsOfEveryAlignment) {
   EXPECT_NE(src.find("for (int e0 = 0; e0 < 16; e0 += 8) tf_copy_async<16>("), std::string::npos) << src;
   EXPECT_EQ(occurrences(src, "16384u"), 0u) << src;
 }
+
+namespace {
+
+// The kernel a GPU launch of the family's automatic choice on `rows` x `cols` of `t` compiles (no GPU and
+// no memory touched: InspectLaunches, the pointers 16-byte aligned fakes).
+Inspection inspect_rows(bool layernorm, ir::DType t, std::int64_t rows, std::int64_t cols, const kernels::Tuning& tuning) {
+  std::uint64_t next = std::uint64_t{1} << 40;
+  auto mem = [&](ir::DType d, std::int64_t count) {
+    const Arg a = Arg::device_memory_of(d, next, static_cast<std::size_t>(count));
+    next += (static_cast<std::uint64_t>(count) * ir::dtype_bytes(d) + 255) / 256 * 256 + 256;
+    return a;
+  };
+  kernels::RowOptions opt{Backend::gpu};
+  opt.tuning = tuning;
+  InspectLaunches capture;
+  if (layernorm)
+    kernels::detail::layernorm(RowVariant::automatic,
+                               {mem(t, rows * cols), mem(t, cols), mem(t, cols), mem(t, rows * cols), mem(ir::DType::f32, rows),
+                                mem(ir::DType::f32, rows), rows, cols},
+                               opt);
+  else
+    kernels::detail::softmax(RowVariant::automatic, {mem(t, rows * cols), mem(t, rows * cols), rows, cols}, opt);
+  return capture.launches().at(0);
+}
+
+}  // namespace
+
+TEST(RowsAlignment, PackedRowsWithTheirWidthCompiledInFoldTheTilesPadding) {
+  // Tuning::constant_cols: the packed kernels compile the width in (KernelOptions::constant_params), so
+  // the columns of a power-of-two tile past it, the masks against it and the divisions by it fold away:
+  // fewer registers (and, where nvdisasm counts them, fewer instructions) for row-by-row and staged rows.
+  struct Case { bool layernorm; ir::DType dtype; std::int64_t rows, cols; const char* kernel; const char* width; };
+  for (const Case& c : {Case{true, ir::DType::bf16, 665251, 151, "layernorm_rows_16x256", "n"},
+                        Case{false, ir::DType::bf16, 665251, 151, "softmax_rows_16x256", "n_cols"},
+                        Case{true, ir::DType::f16, 172035, 65, "layernorm_rows_32x128", "n"},
+                        Case{false, ir::DType::f16, 1089876, 25, "softmax_staged_rows_128x32", "n_cols"}}) {
+    SCOPED_TRACE(std::string(c.kernel) + " " + std::to_string(c.cols) + " columns");
+    kernels::Tuning on;
+    on.constant_cols = true;
+    const Inspection rule = inspect_rows(c.layernorm, c.dtype, c.rows, c.cols, {});
+    const Inspection constant = inspect_rows(c.layernorm, c.dtype, c.rows, c.cols, on);
+    EXPECT_EQ(rule.kernel, c.kernel);
+    EXPECT_EQ(constant.kernel, c.kernel);
+    EXPECT_NE(rule.key.find(std::string(" ") + c.width + ":div1 "), std::string::npos) << rule.key;
+    EXPECT_NE(constant.key.find(std::string(" ") + c.width + "=" + std::to_string(c.cols) + " "), std::string::npos) << constant.key;
+    EXPECT_NE(constant.cuda.find(std::to_string(c.cols) + " /* compiled in */;"), std::string::npos);
+    EXPECT_EQ(rule.cuda.find("compiled in"), std::string::npos);
+    EXPECT_EQ(constant.compiled.spill_bytes, 0);
+    EXPECT_LT(constant.compiled.registers, rule.compiled.registers);
+    if (rule.compiled.sass_instructions > 0) EXPECT_LT(constant.compiled.sass_instructions, rule.compiled.sass_instructions);
+    // Another width of the same tile: the same kernel, another specialization.
+    const Inspection next = inspect_rows(c.layernorm, c.dtype, c.rows, c.cols + 2, on);
+    EXPECT_EQ(next.kernel, c.kernel);
+    EXPECT_NE(next.key, constant.key);
+    EXPECT_NE(next.cache_key, constant.cache_key);
+  }
+}

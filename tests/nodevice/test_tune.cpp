@@ -80,6 +80,28 @@ TEST(Tune, LayerNormSpaceHoldsTheStagedKernelWhereverItRuns) {
   EXPECT_EQ(staged(262145), 0);
 }
 
+TEST(Tune, NarrowRowSpacesHoldTheWidthCompiledIn) {
+  // Packed narrow rows, whole vectors or not: a candidate with the width compiled in
+  // (Tuning::constant_cols), which reads back as written; none for rows too wide to pack.
+  auto constant = [](const std::vector<kernels::RowConfig>& space) {
+    int n = 0;
+    for (const auto& c : space)
+      if (c.tuning.constant_cols.value_or(false)) {
+        ++n;
+        EXPECT_EQ(c.variant, RowVariant::one_program);
+        const auto back = kernels::parse_config(kernels::describe(c));
+        EXPECT_TRUE(back && back->tuning.constant_cols == true) << kernels::describe(c);
+      }
+    return n;
+  };
+  for (std::int64_t cols : {16, 25, 151, 256}) {
+    EXPECT_EQ(constant(kernels::softmax_space(100000, cols, 2, kInterp)), 1) << cols;
+    EXPECT_EQ(constant(kernels::layernorm_space(100000, cols, 2, kInterp)), 1) << cols;
+  }
+  EXPECT_EQ(constant(kernels::softmax_space(100000, 257, 2, kInterp)), 0);
+  EXPECT_EQ(constant(kernels::layernorm_space(100000, 1000, 4, kInterp)), 0);
+}
+
 TEST(Tune, ACandidateThatDiffersIsNeverAccepted) {
   TuneDir d("differs");
   std::vector<double> out(64);
