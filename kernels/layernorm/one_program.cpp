@@ -43,28 +43,20 @@ void one_program(const RowCall& call, const Args& a) {
     const bool peel = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     // Rows that are not whole vectors: through their aligned windows, where the window fits one program.
     const std::int64_t window = window_cols(call.cols, element_bytes_of<T>());
-    // Narrow rows: several per program as one 2D tile; rows that are not whole vectors through their
-    // windows, or (staged) as one run of memory through shared memory, w and b then aligned with every
-    // row, on tiles as wide as the softmax packs.
-    const bool staged = staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>(), /*column_operands=*/true);
-    // Rows read row by row element by element (not whole vectors, neither staged nor windowed) may still be
-    // written through shared memory.
-    const bool by_element = !staged && !peel && !whole_vectors(call.cols, element_bytes_of<T>());
-    const bool staged_store = by_element && staged_stores(call.opt.tuning, call.cols, element_bytes_of<T>());
-    const std::int64_t width = peel && !staged ? window : call.cols;
-    if (packed_rows(call.opt.tuning, width, call.cols, element_bytes_of<T>())) {
+    // Narrow rows: several per program as one 2D tile (packed_plan); staged, w and b then aligned with
+    // every row, on tiles as wide as the softmax packs.
+    if (const auto plan = packed_plan(call.opt.tuning, call.cols, element_bytes_of<T>(), /*column_operands=*/true, peel, peel)) {
       static constexpr const char* packed_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "n_rows", "eps"};
-      with_block<kPackedRowBytes / 2>(width, [&]<int C>() {
+      with_block<kPackedRowBytes / 2>(plan->width, [&]<int C>() {
         if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {
           constexpr int R = kRowsPerProgram<T, C>;
-          auto name = [](const char* stem) { return stem + std::to_string(R) + "x" + std::to_string(C); };
+          auto name = [&] { return packed_name("layernorm_", *plan, R, C); };
           // Rows read element by element ask for kNormRowByRowResident threads per SM.
-          const KernelShape shape = packed_shape(call.opt.tuning, "n", by_element ? kNormRowByRowResident : 0);
-          Program& p = staged ? kernel_for<&layernorm_staged_rows_program<T, R, C>>(shape, [&] { return name("layernorm_staged_rows_"); }, packed_params)
-                       : peel ? kernel_for<&layernorm_rows_program<T, R, C, true>>(shape, [&] { return name("layernorm_rows_") + "_peeled"; }, packed_params)
-                       : staged_store
-                           ? kernel_for<&layernorm_rows_program<T, R, C, false, true>>(shape, [&] { return name("layernorm_rows_") + "_staged_store"; }, packed_params)
-                           : kernel_for<&layernorm_rows_program<T, R, C, false>>(shape, [&] { return name("layernorm_rows_"); }, packed_params);
+          const KernelShape shape = packed_shape(call.opt.tuning, "n", plan->by_element ? kNormRowByRowResident : 0);
+          Program& p = plan->staged         ? kernel_for<&layernorm_staged_rows_program<T, R, C>>(shape, name, packed_params)
+                       : plan->peeled       ? kernel_for<&layernorm_rows_program<T, R, C, true>>(shape, name, packed_params)
+                       : plan->staged_store ? kernel_for<&layernorm_rows_program<T, R, C, false, true>>(shape, name, packed_params)
+                                            : kernel_for<&layernorm_rows_program<T, R, C, false>>(shape, name, packed_params);
           launch(call, p, Grid((call.rows + R - 1) / R), std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, i32(call.rows), eps});
         }
       });

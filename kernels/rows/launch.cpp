@@ -27,6 +27,12 @@ void check_vector(const RowCall& call, const char* arg, const Arg& buf, std::int
                                 std::to_string(buf.count) + " elements, expected at least " + std::to_string(n));
 }
 
+std::string packed_name(const char* family, const PackedRows& plan, int rows, int cols) {
+  const std::string tile = std::to_string(rows) + "x" + std::to_string(cols);
+  if (plan.staged) return family + ("staged_rows_" + tile);
+  return family + ("rows_" + tile) + (plan.peeled ? "_peeled" : plan.staged_store ? "_staged_store" : "");
+}
+
 void launch(const RowCall& call, Program& program, Grid grid, std::span<const Arg> args, std::int64_t group, bool pdl) {
   if (call.collect) {
     call.collect->push_back(&program);

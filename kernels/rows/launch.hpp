@@ -75,6 +75,10 @@ Program& row_program(const RowCall& call, const char* name, std::span<const char
                         [&] { return std::string(name) + "_" + std::to_string(BLOCK); }, params);
 }
 
+/// The name of a packed kernel of `plan` with R x C tiles: `family` ("softmax_") then "staged_rows_RxC",
+/// or "rows_RxC" with "_peeled" or "_staged_store" where the plan says so.
+std::string packed_name(const char* family, const PackedRows& plan, int rows, int cols);
+
 /// Runs `program` over `grid` with `args` (or records it, when the call collects); `group`: programs per
 /// resident group (KernelOptions::resident_groups); `pdl`: the launch may overlap the stream's previous
 /// kernel (LaunchConfig::pdl; LaunchChain decides).

@@ -229,6 +229,20 @@ bool staged_stores(const Tuning& tuning, std::int64_t cols, int element_bytes) {
   return !whole_vectors(cols, element_bytes) && tuning.stage_stores.value_or(false);
 }
 
+std::optional<PackedRows> packed_plan(const Tuning& tuning, std::int64_t cols, int element_bytes, bool column_operands, bool peel,
+                                      bool peel_packed) {
+  const bool staged = staged_rows(tuning, cols, element_bytes, column_operands);
+  const std::int64_t window = window_cols(cols, element_bytes);
+  if (!packed_rows(tuning, peel && !staged ? window : cols, cols, element_bytes)) return std::nullopt;
+  PackedRows p;
+  p.staged = staged;
+  p.peeled = peel_packed && !staged;
+  p.width = p.peeled ? window : cols;
+  p.by_element = !staged && !p.peeled && !whole_vectors(cols, element_bytes);
+  p.staged_store = p.by_element && staged_stores(tuning, cols, element_bytes);
+  return p;
+}
+
 KernelShape packed_shape(const Tuning& tuning, std::string_view width_param, int resident_rule) {
   KernelShape shape{4, resident_programs(tuning, resident_rule, 4)};
   if (tuning.constant_cols.value_or(false)) shape.constant = width_param;

@@ -5,6 +5,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -198,6 +199,24 @@ bool staged_rows(const Tuning& tuning, std::int64_t cols, int element_bytes, boo
 /// memory (Tuning::stage_stores; unset: no): rows that are not a whole number of 16-byte vectors, whose
 /// element-by-element stores write partial sectors.
 bool staged_stores(const Tuning& tuning, std::int64_t cols, int element_bytes);
+
+/// How a family's one-program launcher holds narrow rows several to a program (packed_plan).
+struct PackedRows {
+  std::int64_t width = 0;     ///< columns the tile holds: the row's, or its aligned window's (`peeled`)
+  bool staged = false;        ///< the program's rows as one run through shared memory (staged_rows)
+  bool peeled = false;        ///< each row through its aligned window (RowBlock's PEEL)
+  bool by_element = false;    ///< read row by row element by element: not staged, not peeled, not whole vectors
+  bool staged_store = false;  ///< read by element, written through shared memory (staged_stores)
+};
+
+/// The packed plan of both families for rows of `cols` elements of `element_bytes`, or nullopt where
+/// they go one to a program (packed_rows). `peel` is the family's window rule for the rows (peeled,
+/// norm_peeled): where it holds, rows not staged are tested for packing at their window's width;
+/// `peel_packed` says whether packed rows then go through their windows (the softmax's rule reads its
+/// packed rows from their own starts: a window's two end runs go lane by lane in every row, measured
+/// slower, bench/NOTES.md "narrow rows in lane-spaced runs"). `column_operands`: as staged_rows.
+std::optional<PackedRows> packed_plan(const Tuning& tuning, std::int64_t cols, int element_bytes, bool column_operands, bool peel,
+                                      bool peel_packed);
 
 /// The narrow-row kernels' shape: four warps (a program holds 8 KB of rows, kRowsPerProgram),
 /// `resident_rule` threads per SM unless Tuning::resident_threads says otherwise (0: ptxas's choice), and

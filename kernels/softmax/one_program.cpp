@@ -24,28 +24,20 @@ void one_program(const RowCall& call, const Args& a) {
     const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     // Rows that are not whole vectors: through their aligned windows, where the window fits one program.
     const std::int64_t window = window_cols(call.cols, element_bytes_of<T>());
-    // Narrow rows: several per program as one 2D tile. Rows that are not whole vectors go as one run of
-    // memory through shared memory (staged), or from their own start, neighbouring lanes on neighbouring
-    // elements (the layout of an access that cannot be a vector), or through their windows where
-    // Tuning::peel asks: a window's two end runs go lane by lane in every row, measured slower
-    // (bench/NOTES.md, narrow rows in lane-spaced runs).
-    const bool staged = staged_rows(call.opt.tuning, call.cols, element_bytes_of<T>(), /*column_operands=*/false);
-    if (packed_rows(call.opt.tuning, peel && !staged ? window : call.cols, call.cols, element_bytes_of<T>())) {
+    // Narrow rows: several per program as one 2D tile (packed_plan), read from their own starts unless
+    // Tuning::peel asks for their windows.
+    if (const auto plan = packed_plan(call.opt.tuning, call.cols, element_bytes_of<T>(), /*column_operands=*/false, peel,
+                                      peel && call.opt.tuning.peel.value_or(false))) {
       static constexpr const char* packed_params[] = {"in", "out", "stride", "n_cols", "n_rows"};
-      const bool peel_packed = peel && !staged && call.opt.tuning.peel.value_or(false);
-      // Rows read row by row that are not whole vectors may still be written through shared memory.
-      const bool staged_store = !staged && !peel_packed && staged_stores(call.opt.tuning, call.cols, element_bytes_of<T>());
-      const std::int64_t width = peel_packed ? window : call.cols;
-      with_block<kPackedRowBytes / 2>(width, [&]<int C>() {
+      with_block<kPackedRowBytes / 2>(plan->width, [&]<int C>() {
         if constexpr (C * sizeof(tl::host_type_t<T>) <= kPackedRowBytes) {
           constexpr int R = kRowsPerProgram<T, C>;
-          auto name = [](const char* stem) { return stem + std::to_string(R) + "x" + std::to_string(C); };
+          auto name = [&] { return packed_name("softmax_", *plan, R, C); };
           const KernelShape shape = packed_shape(call.opt.tuning, "n_cols");
-          Program& p = staged ? kernel_for<&softmax_staged_rows_program<T, R, C>>(shape, [&] { return name("softmax_staged_rows_"); }, packed_params)
-                       : peel_packed ? kernel_for<&softmax_rows_program<T, R, C, true>>(shape, [&] { return name("softmax_rows_") + "_peeled"; }, packed_params)
-                       : staged_store
-                           ? kernel_for<&softmax_rows_program<T, R, C, false, true>>(shape, [&] { return name("softmax_rows_") + "_staged_store"; }, packed_params)
-                           : kernel_for<&softmax_rows_program<T, R, C, false>>(shape, [&] { return name("softmax_rows_"); }, packed_params);
+          Program& p = plan->staged         ? kernel_for<&softmax_staged_rows_program<T, R, C>>(shape, name, packed_params)
+                       : plan->peeled       ? kernel_for<&softmax_rows_program<T, R, C, true>>(shape, name, packed_params)
+                       : plan->staged_store ? kernel_for<&softmax_rows_program<T, R, C, false, true>>(shape, name, packed_params)
+                                            : kernel_for<&softmax_rows_program<T, R, C, false>>(shape, name, packed_params);
           launch(call, p, Grid((call.rows + R - 1) / R), std::array{a.in, a.out, n, n, i32(call.rows)});
         }
       });
