@@ -306,3 +306,36 @@ TEST(RowsChoice, SplitRowsKeepEveryNaN) {
       for (std::size_t i = 0; i < y.size(); ++i) ASSERT_TRUE(std::isnan(y[i])) << "row " << i / cols << " col " << i % cols;
     }
 }
+
+TEST(RowsChoice, PackedPlanHoldsNarrowRowsOneWayEach) {
+  using kernels::packed_plan;
+  const kernels::Tuning rule;
+  // Whole vectors under 512-byte tiles: packed, read by vector, never staged.
+  auto p = packed_plan(rule, 64, 2, false, false, false);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->width, 64);
+  EXPECT_FALSE(p->staged || p->peeled || p->by_element || p->staged_store);
+  // Whole vectors of a 512-byte tile: one row a program.
+  EXPECT_FALSE(packed_plan(rule, 256, 2, false, false, false));
+  // Odd half rows wider than two threads' rows: row by row, element by element; staged stores on request.
+  p = packed_plan(rule, 151, 2, false, true, false);
+  ASSERT_TRUE(p);
+  EXPECT_TRUE(p->by_element && !p->staged && !p->peeled && !p->staged_store);
+  kernels::Tuning stores;
+  stores.stage_stores = true;
+  EXPECT_TRUE(packed_plan(stores, 151, 2, false, true, false)->staged_store);
+  // Narrow odd rows: staged (the softmax up to two threads a row, LayerNorm one).
+  EXPECT_TRUE(packed_plan(rule, 47, 2, false, true, false)->staged);
+  EXPECT_FALSE(packed_plan(rule, 47, 2, true, true, true)->staged);
+  EXPECT_TRUE(packed_plan(rule, 25, 2, true, true, true)->staged);
+  // Through windows when the family peels its packed rows: the tile holds the window.
+  p = packed_plan(rule, 47, 2, true, true, true);
+  EXPECT_TRUE(p->peeled && !p->by_element);
+  EXPECT_EQ(p->width, 54);
+  // The packing test takes the window where the family's rule peels rows it does not stage: 250 half
+  // columns (a 256-column tile, 512 bytes) have a window of 257, whose tile is 1 KB: one row a program
+  // for the softmax; LayerNorm's rule (no window under 2 KB) packs them, row by row.
+  EXPECT_FALSE(packed_plan(rule, 250, 2, false, true, false));
+  EXPECT_TRUE(packed_plan(rule, 250, 2, true, false, false)->by_element);
+  EXPECT_TRUE(packed_plan(rule, 127, 4, false, true, false)->staged);  // staged: tested at its own width
+}
