@@ -45,6 +45,11 @@ int integer_divisibility(std::int64_t v) {
 
 namespace {
 
+// The value `spec` compiles in for parameter i, if any.
+std::optional<std::int64_t> constant_of(const Specialization& spec, std::size_t i) {
+  return i < spec.constants.size() ? spec.constants[i] : std::nullopt;
+}
+
 std::string kind_name(Arg::Kind k) {
   switch (k) {
     case Arg::Kind::device_memory: return "device memory";
@@ -320,9 +325,10 @@ std::string Program::describe(const Specialization& spec) const {
   for (std::size_t i = 0; i < spec.divisibility.size() && i < fn_.params.size(); ++i) {
     const ir::ValueType& t = fn_.params[i].type;
     if (!s.empty()) s += ' ';
-    s += fn_.params[i].name + ":";
-    if (t.pointer) s += "align" + std::to_string(spec.divisibility[i]);
-    else if (i < spec.constants.size() && spec.constants[i]) s.back() = '=', s += std::to_string(*spec.constants[i]);
+    const auto constant = constant_of(spec, i);
+    s += fn_.params[i].name + (constant ? "=" : ":");
+    if (constant) s += std::to_string(*constant);
+    else if (t.pointer) s += "align" + std::to_string(spec.divisibility[i]);
     else if (ir::is_int(t.dtype)) s += "div" + std::to_string(spec.divisibility[i]);
     else s += "f32";
   }
@@ -347,11 +353,6 @@ std::vector<std::string> Program::recompile_reasons() const {
 }
 
 namespace {
-
-// The value `spec` compiles in for parameter i, if any.
-std::optional<std::int64_t> constant_of(const Specialization& spec, std::size_t i) {
-  return i < spec.constants.size() ? spec.constants[i] : std::nullopt;
-}
 
 std::string divisibility_words(int d, bool pointer) {
   if (pointer) return "aligned to " + std::to_string(d) + " bytes";
