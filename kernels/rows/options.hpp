@@ -65,7 +65,8 @@ struct Tuning {
   /// Whether packed narrow rows' kernels compile the row's width in (KernelOptions::constant_params): the
   /// tile's columns past it, the masks against it and the divisions by it fold away (a 256-column tile of
   /// 151 bf16 columns, LayerNorm: 1000 instructions a program -> 456, 72 registers -> 56), at one compile
-  /// per distinct width. The rule is no.
+  /// per distinct width (then the disk cache). The rule is yes (bench/NOTES.md, "Narrow rows with their
+  /// width compiled in").
   std::optional<bool> constant_cols;
   /// Whether LayerNorm's f16/bf16 rows read through windows on one program go to programs that stride
   /// over rows sharing a window's offset, w and b copied once per program into shared memory and read

@@ -245,7 +245,7 @@ std::optional<PackedRows> packed_plan(const Tuning& tuning, std::int64_t cols, i
 
 KernelShape packed_shape(const Tuning& tuning, std::string_view width_param, int resident_rule) {
   KernelShape shape{4, resident_programs(tuning, resident_rule, 4)};
-  if (tuning.constant_cols.value_or(false)) shape.constant = width_param;
+  if (tuning.constant_cols.value_or(true)) shape.constant = width_param;
   return shape;
 }
 

@@ -24,7 +24,7 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, Row
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("layernorm ") + kernels::variant_name(variant) + " splits " + std::to_string(splits) + " " +
                std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed) +
-               (tuning.constant_cols.value_or(false) ? " width compiled in" : ""));
+               (tuning.constant_cols ? (*tuning.constant_cols ? " width compiled in" : " width an argument") : ""));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, mean, stddev);
   auto hw = reference::random_vector<H>(cols, seed + 1);
@@ -101,18 +101,20 @@ TEST_F(Gpu, LayerNormNarrowRowsSeveralPerProgram) {
   check_layernorm<half>(100003, 47);
 }
 
-// The same rows with the width compiled into the packed kernels (Tuning::constant_cols): one kernel per
-// width, the tile's columns past it folded away; staged, row by row and whole-vector rows, and the last
-// program's rows past the matrix.
+// The packed kernels both ways Tuning::constant_cols holds them: the width compiled in (one kernel per
+// width, the tile's columns past it folded away; the rule) and the width an argument (one kernel for
+// every width); staged, row by row and whole-vector rows, and the last program's rows past the matrix.
 TEST_F(Gpu, LayerNormNarrowRowsWithTheirWidthCompiledIn) {
-  kernels::Tuning constant;
-  constant.constant_cols = true;
-  for (std::int64_t cols : {1, 8, 16, 25, 47, 64, 65, 79, 151, 155, 249, 256}) {
-    check_layernorm<bfloat16>(10007, cols, 0.f, RowVariant::one_program, 1, 1.f, constant);
-    check_layernorm<half>(3001, cols, 0.f, RowVariant::one_program, 1, 1.f, constant);
+  for (const bool compiled_in : {true, false}) {
+    kernels::Tuning constant;
+    constant.constant_cols = compiled_in;
+    for (std::int64_t cols : {1, 8, 16, 25, 47, 64, 65, 79, 151, 155, 249, 256}) {
+      check_layernorm<bfloat16>(10007, cols, 0.f, RowVariant::one_program, 1, 1.f, constant);
+      check_layernorm<half>(3001, cols, 0.f, RowVariant::one_program, 1, 1.f, constant);
+    }
+    for (std::int64_t cols : {5, 33, 100, 127})  // shifted by each row's first element
+      check_layernorm<float>(3001, cols, 1e4f, RowVariant::one_program, 1, 1.f, constant);
   }
-  for (std::int64_t cols : {5, 33, 100, 127})
-    check_layernorm<float>(3001, cols, 1e4f, RowVariant::one_program, 1, 1.f, constant);  // shifted by each row's first element
 }
 
 TEST_F(Gpu, ClusterLayerNormReadsOnce) {

@@ -17,13 +17,14 @@ using test::Gpu;
 using kernels::RowVariant;
 
 // The one-program softmax (narrow rows several per program unless pack_rows is false, their width
-// compiled in with constant_cols) and the five-kernel baseline on the GPU, against the interpreter and
+// compiled in unless constant_cols says otherwise) and the five-kernel baseline on the GPU, against the interpreter and
 // float64.
 template <class H>
-void check_softmax(std::int64_t rows, std::int64_t cols, bool pack_rows = true, bool constant_cols = false) {
+void check_softmax(std::int64_t rows, std::int64_t cols, bool pack_rows = true,
+                   std::optional<bool> constant_cols = std::nullopt) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE("softmax " + std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed) +
-               (constant_cols ? " width compiled in" : ""));
+               (constant_cols ? (*constant_cols ? " width compiled in" : " width an argument") : ""));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto host_x = reference::random_vector<H>(n, seed, 0.f, 3.f);
   DeviceBuffer<H> x(host_x), y(n), y2(n);
@@ -82,15 +83,17 @@ TEST_F(Gpu, SoftmaxNarrowRowsSeveralPerProgram) {
   check_softmax<bfloat16>(100003, 47);  // 1563 programs of 64 rows
 }
 
-// The same rows with the width compiled into the packed kernels (Tuning::constant_cols): one kernel per
-// width, the tile's columns past it folded away; staged, row by row and whole-vector rows, and the last
-// program's rows past the matrix.
+// The packed kernels both ways Tuning::constant_cols holds them: the width compiled in (one kernel per
+// width, the tile's columns past it folded away; the rule) and the width an argument (one kernel for
+// every width); staged, row by row and whole-vector rows, and the last program's rows past the matrix.
 TEST_F(Gpu, SoftmaxNarrowRowsWithTheirWidthCompiledIn) {
-  for (std::int64_t cols : {1, 8, 16, 25, 47, 64, 65, 79, 151, 155, 249, 256}) {
-    check_softmax<bfloat16>(10007, cols, true, true);
-    check_softmax<half>(3001, cols, true, true);
+  for (const bool constant : {true, false}) {
+    for (std::int64_t cols : {1, 8, 16, 25, 47, 64, 65, 79, 151, 155, 249, 256}) {
+      check_softmax<bfloat16>(10007, cols, true, constant);
+      check_softmax<half>(3001, cols, true, constant);
+    }
+    for (std::int64_t cols : {5, 33, 100, 127}) check_softmax<float>(3001, cols, true, constant);
   }
-  for (std::int64_t cols : {5, 33, 100, 127}) check_softmax<float>(3001, cols, true, true);
 }
 
 // Narrow rows that are not whole vectors through a stage, gathered as whole rows per thread (up to 32

@@ -435,8 +435,9 @@ TEST(RowsAlignment, PeeledSoftmaxAsksForTheResidencyOfWholeVectorRowsWhereItChan
       const int threads = 32 * p->num_warps();
       const int wanted = t == ir::DType::f32 ? kernels::softmax_launch::kSoftmaxPeeledResidentF32
                                              : kernels::softmax_launch::kSoftmaxPeeledResidentHalf;
-      if (info.source.find("__launch_bounds__(" + std::to_string(threads) + ")") == std::string::npos)
+      if (info.source.find("__launch_bounds__(" + std::to_string(threads) + ")") == std::string::npos) {
         EXPECT_LE((info.registers + 7) / 8 * 8 * (wanted / threads) * threads, 65536) << info.registers << " registers";
+      }
     }
 }
 
@@ -673,28 +674,34 @@ Inspection inspect_rows(bool layernorm, ir::DType t, std::int64_t rows, std::int
 }  // namespace
 
 TEST(RowsAlignment, PackedRowsWithTheirWidthCompiledInFoldTheTilesPadding) {
-  // Tuning::constant_cols: the packed kernels compile the width in (KernelOptions::constant_params), so
-  // the columns of a power-of-two tile past it, the masks against it and the divisions by it fold away:
-  // fewer registers (and, where nvdisasm counts them, fewer instructions) for row-by-row and staged rows.
+  // Tuning::constant_cols (the rule: yes): the packed kernels compile the width in
+  // (KernelOptions::constant_params), so the columns of a power-of-two tile past it, the masks against it
+  // and the divisions by it fold away: fewer registers (and, where nvdisasm counts them, fewer
+  // instructions) for row-by-row and staged rows than with the width an argument.
   struct Case { bool layernorm; ir::DType dtype; std::int64_t rows, cols; const char* kernel; const char* width; };
   for (const Case& c : {Case{true, ir::DType::bf16, 665251, 151, "layernorm_rows_16x256", "n"},
                         Case{false, ir::DType::bf16, 665251, 151, "softmax_rows_16x256", "n_cols"},
                         Case{true, ir::DType::f16, 172035, 65, "layernorm_rows_32x128", "n"},
                         Case{false, ir::DType::f16, 1089876, 25, "softmax_staged_rows_128x32", "n_cols"}}) {
     SCOPED_TRACE(std::string(c.kernel) + " " + std::to_string(c.cols) + " columns");
-    kernels::Tuning on;
+    kernels::Tuning on, off;
     on.constant_cols = true;
-    const Inspection rule = inspect_rows(c.layernorm, c.dtype, c.rows, c.cols, {});
+    off.constant_cols = false;
+    const Inspection argument = inspect_rows(c.layernorm, c.dtype, c.rows, c.cols, off);
     const Inspection constant = inspect_rows(c.layernorm, c.dtype, c.rows, c.cols, on);
-    EXPECT_EQ(rule.kernel, c.kernel);
+    const Inspection rule = inspect_rows(c.layernorm, c.dtype, c.rows, c.cols, {});
+    EXPECT_EQ(rule.key, constant.key);
+    EXPECT_EQ(argument.kernel, c.kernel);
     EXPECT_EQ(constant.kernel, c.kernel);
-    EXPECT_NE(rule.key.find(std::string(" ") + c.width + ":div1 "), std::string::npos) << rule.key;
+    EXPECT_NE(argument.key.find(std::string(" ") + c.width + ":div1 "), std::string::npos) << argument.key;
     EXPECT_NE(constant.key.find(std::string(" ") + c.width + "=" + std::to_string(c.cols) + " "), std::string::npos) << constant.key;
     EXPECT_NE(constant.cuda.find(std::to_string(c.cols) + " /* compiled in */;"), std::string::npos);
-    EXPECT_EQ(rule.cuda.find("compiled in"), std::string::npos);
+    EXPECT_EQ(argument.cuda.find("compiled in"), std::string::npos);
     EXPECT_EQ(constant.compiled.spill_bytes, 0);
-    EXPECT_LT(constant.compiled.registers, rule.compiled.registers);
-    if (rule.compiled.sass_instructions > 0) EXPECT_LT(constant.compiled.sass_instructions, rule.compiled.sass_instructions);
+    EXPECT_LT(constant.compiled.registers, argument.compiled.registers);
+    if (argument.compiled.sass_instructions > 0) {
+      EXPECT_LT(constant.compiled.sass_instructions, argument.compiled.sass_instructions);
+    }
     // Another width of the same tile: the same kernel, another specialization.
     const Inspection next = inspect_rows(c.layernorm, c.dtype, c.rows, c.cols + 2, on);
     EXPECT_EQ(next.kernel, c.kernel);
