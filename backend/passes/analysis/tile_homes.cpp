@@ -136,13 +136,14 @@ class TilePlanner {
   }
 
   // The axis along which a gathered 2D tile `v` may be held as whole lines per thread: the one axis along
-  // which v, or arithmetic of its shape computed from it, is reduced; -1 when none is, both are, or that
-  // arithmetic takes a 1D tile loaded from memory (LayerNorm's w and b: broadcast into lines held per
-  // thread, each thread would hold all of it, measured slower: bench/NOTES.md).
-  int reduced_axis(ir::ValueId v) const {
+  // which v, or arithmetic of its shape computed from it, is reduced; -1 when none is or both are.
+  // `line_operands` says whether that arithmetic takes a 1D tile loaded from memory (LayerNorm's w and b,
+  // broadcast along the lines): each thread then holds all of it.
+  int reduced_axis(ir::ValueId v, bool& line_operands) const {
     std::vector<ir::ValueId> follow{v};
     auto follows = [&](ir::ValueId x) { return std::find(follow.begin(), follow.end(), x) != follow.end(); };
     int axis = -1;
+    line_operands = false;
     for (std::size_t k = 0; k < follow.size(); ++k)
       for (const Use& u : uses_[follow[k]]) {
         if (u.operand < 0) continue;
@@ -153,7 +154,7 @@ class TilePlanner {
           axis = a;
         } else if (arithmetic(in) && fn_.values[in.result].rank == 2 && !follows(in.result)) {
           for (ir::ValueId x : in.args)
-            if (!follows(x) && from_loaded_line(x, 0)) return -1;
+            if (!follows(x) && from_loaded_line(x, 0)) line_operands = true;
           follow.push_back(in.result);
         }
       }
@@ -219,10 +220,17 @@ class TilePlanner {
       case ir::Family::stage: {
         // A 2D gather reduced along one axis, with an element for each thread: as much of each line in
         // one thread as the threads allow, so that the reductions need few shuffles or none (a stage
-        // read need not coalesce).
-        if (t.rank == 2 && t.dims[0] * t.dims[1] >= 32 * warps_)
-          if (const int axis = reduced_axis(in.result); axis >= 0)
+        // read need not coalesce). Where the lines meet operands loaded along them (LayerNorm's w and b),
+        // only when each line is whole in a thread: every thread then reads the same operand addresses
+        // (broadcasts) and reduces without a shuffle. Lines over several threads would hold the operands
+        // once per thread besides their shuffles: LayerNorm's f32 rows of 19 and 53 columns measured
+        // slower so (bench/NOTES.md, "Rows whole in a thread").
+        if (t.rank == 2 && t.dims[0] * t.dims[1] >= 32 * warps_) {
+          bool line_operands = false;
+          if (const int axis = reduced_axis(in.result, line_operands);
+              axis >= 0 && (!line_operands || t.dims[1 - axis] >= 32 * warps_))
             return set(in.result, thread_lines_layout({static_cast<int>(t.dims[0]), static_cast<int>(t.dims[1])}, axis, warps_));
+        }
         // Otherwise the blocked layout, like a global load (gathers of odd rows in 16-byte runs measured
         // faster than lane-spaced: bench/NOTES.md, narrow rows in lane-spaced runs).
         return set(in.result, default_layout(t, warps_));
