@@ -156,7 +156,7 @@ codegen::Generated Program::generate(const Specialization& spec, const std::stri
 
 codegen::Generated Program::generate(const Specialization& spec, const std::string& arch, bool bounded) const {
   const bool wgmma = options_.warpgroup_mma && has_warpgroup_mma(arch);
-  const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility, wgmma);
+  const passes::Analysis analysis = passes::analyze(fn_, 32 * options_.num_warps, spec.divisibility, wgmma, spec.constants);
   return codegen::generate(
       fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, bounded ? options_.min_programs_per_sm : 0, options_.cluster_size,
                                   options_.resident_groups, options_.num_stages, spec.bounds_checks, options_.precise_division,

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -125,6 +126,8 @@ struct Analysis {
   /// (16 rows per warp, four warps over 64 rows), and code generation uses it where the operands allow.
   bool warpgroup_mma = false;
   std::vector<TileHome> home;                       ///< by value, for matrix functions
+  /// By parameter: the launch value compiled into the kernel (KernelOptions::constant_params), if any.
+  std::vector<std::optional<std::int64_t>> constants;
 
   /// The layout of a 1D tile of type `t`.
   const TileLayout& layout(const ir::ValueType& t) const { return layouts.at(t.dims[0]); }
@@ -163,7 +166,9 @@ TileLayout2 access_layout(const ir::ValueType& t, int run, int warps);
 
 /// Runs every analysis of `fn` for `threads` threads per program and the parameters' divisibility;
 /// `warpgroup_mma`: the target has sm_90's warpgroup MMA and the program may use it.
-Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& param_divisibility, bool warpgroup_mma = false);
+/// `param_constants`: by parameter, the value compiled into the kernel, if any (Analysis::constants).
+Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& param_divisibility, bool warpgroup_mma = false,
+                 std::vector<std::optional<std::int64_t>> param_constants = {});
 
 /// The warp grid {warps along m, warps along n} of a dot's [m, n] result for warpgroup MMA over `warps`
 /// warps: 16 rows per warp, so each group of four consecutive warps holds 64 whole rows (one m64 wgmma)

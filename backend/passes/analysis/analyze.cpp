@@ -3,9 +3,11 @@
 
 namespace tilefuse::passes {
 
-Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& param_divisibility, bool warpgroup_mma) {
+Analysis analyze(const ir::Function& fn, int threads, const std::vector<int>& param_divisibility, bool warpgroup_mma,
+                 std::vector<std::optional<std::int64_t>> param_constants) {
   Analysis a;
   a.threads = threads;
+  a.constants = std::move(param_constants);
   a.warpgroup_mma = warpgroup_mma;
   a.axis = analyze_axis_info(fn, param_divisibility);
   find_pointer_roots(fn, a);

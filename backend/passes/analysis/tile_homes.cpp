@@ -26,6 +26,10 @@ namespace {
 // Bytes an element of tile type `t` takes in a layout: masks (i1) are laid out as 4-byte elements.
 int layout_bytes(const ir::ValueType& t) { return t.dtype == ir::DType::i1 ? 4 : ir::dtype_bytes(t.dtype); }
 
+// 1D tiles loaded from memory that arithmetic on a gathered 2D tile takes along its lines: none, only
+// ones whose load masks fold when the kernel compiles, or some whose masks do not.
+enum class LineOperands { none, folded, unfolded };
+
 class TilePlanner {
  public:
   TilePlanner(const ir::Function& fn, Analysis& a)
@@ -137,13 +141,13 @@ class TilePlanner {
 
   // The axis along which a gathered 2D tile `v` may be held as whole lines per thread: the one axis along
   // which v, or arithmetic of its shape computed from it, is reduced; -1 when none is or both are.
-  // `line_operands` says whether that arithmetic takes a 1D tile loaded from memory (LayerNorm's w and b,
-  // broadcast along the lines): each thread then holds all of it.
-  int reduced_axis(ir::ValueId v, bool& line_operands) const {
+  // `operands` says whether that arithmetic takes 1D tiles loaded from memory (LayerNorm's w and b,
+  // broadcast along the lines) and whether their load masks fold (mask_folds).
+  int reduced_axis(ir::ValueId v, LineOperands& operands) const {
     std::vector<ir::ValueId> follow{v};
     auto follows = [&](ir::ValueId x) { return std::find(follow.begin(), follow.end(), x) != follow.end(); };
     int axis = -1;
-    line_operands = false;
+    operands = LineOperands::none;
     for (std::size_t k = 0; k < follow.size(); ++k)
       for (const Use& u : uses_[follow[k]]) {
         if (u.operand < 0) continue;
@@ -153,23 +157,55 @@ class TilePlanner {
           if (axis >= 0 && axis != a) return -1;
           axis = a;
         } else if (arithmetic(in) && fn_.values[in.result].rank == 2 && !follows(in.result)) {
-          for (ir::ValueId x : in.args)
-            if (!follows(x) && from_loaded_line(x, 0)) line_operands = true;
+          for (ir::ValueId x : in.args) {
+            if (follows(x) || !from_loaded_line(x, 0)) continue;
+            if (from_loaded_line(x, 0, true)) {
+              operands = LineOperands::unfolded;
+            } else if (operands == LineOperands::none) {
+              operands = LineOperands::folded;
+            }
+          }
           follow.push_back(in.result);
         }
       }
     return axis;
   }
 
-  // `x` is computed (through broadcasts, expands and arithmetic) from a 1D tile loaded from memory.
-  bool from_loaded_line(ir::ValueId x, int depth) const {
+  // `x` is computed (through broadcasts, expands and arithmetic) from a 1D tile loaded from memory; with
+  // `unfolded`, only from one whose load mask the compiler cannot fold slot by slot (mask_folds).
+  bool from_loaded_line(ir::ValueId x, int depth, bool unfolded = false) const {
     const ir::Instr* d = defs_[x];
     if (!d || depth > 16 || fn_.values[x].rank == 0) return false;
-    if (ir::op_info(d->op).family == ir::Family::memory) return fn_.values[x].rank == 1;
+    if (ir::op_info(d->op).family == ir::Family::memory)
+      return fn_.values[x].rank == 1 && !(unfolded && d->op == ir::Op::load && mask_folds(*d));
     if (d->op != ir::Op::expand && d->op != ir::Op::broadcast && !arithmetic(*d)) return false;
     for (ir::ValueId a : d->args)
-      if (from_loaded_line(a, depth + 1)) return true;
+      if (from_loaded_line(a, depth + 1, unfolded)) return true;
     return false;
+  }
+
+  // Whether load `in`'s mask is known slot by slot when the kernel compiles: none, or a comparison of an
+  // arange against a constant or a compiled-in parameter (KernelOptions::constant_params), so that the
+  // masked-off slots of a tile wider than the row fold away with their loads and registers.
+  bool mask_folds(const ir::Instr& in) const {
+    if (in.args.size() < 2) return true;
+    const ir::Instr* m = defs_[in.args[1]];
+    if (!m || (m->op != ir::Op::lt && m->op != ir::Op::le && m->op != ir::Op::ge)) return false;
+    for (ir::ValueId v : m->args)
+      if (!known(v)) return false;
+    return true;
+  }
+
+  // `v` is the same for every launch of this specialization: an arange, a constant, a compiled-in
+  // parameter, or a splat of one.
+  bool known(ir::ValueId v) const {
+    const ir::Instr* d = defs_[v];
+    if (!d) return false;
+    if (d->op == ir::Op::splat) return known(d->args[0]);
+    if (d->op == ir::Op::arange || d->op == ir::Op::constant) return true;
+    if (d->op != ir::Op::param) return false;
+    const std::size_t index = static_cast<std::size_t>(d->as<ir::attr::Param>().index);
+    return index < a_.constants.size() && a_.constants[index].has_value();
   }
 
   // Every use of `v` is a dot operand (a or b), directly or through trans.
@@ -220,15 +256,19 @@ class TilePlanner {
       case ir::Family::stage: {
         // A 2D gather reduced along one axis, with an element for each thread: as much of each line in
         // one thread as the threads allow, so that the reductions need few shuffles or none (a stage
-        // read need not coalesce). Where the lines meet operands loaded along them (LayerNorm's w and b),
-        // only when each line is whole in a thread: every thread then reads the same operand addresses
-        // (broadcasts) and reduces without a shuffle. Lines over several threads would hold the operands
-        // once per thread besides their shuffles: LayerNorm's f32 rows of 19 and 53 columns measured
-        // slower so (bench/NOTES.md, "Rows whole in a thread").
+        // read need not coalesce). Where the lines meet operands loaded along them whose masks do not
+        // fold (LayerNorm's w and b against a width that is an argument), not at all: each thread would
+        // hold every slot of them, masked (1576 instructions and 127 registers at 25 f16, against 1360 and
+        // 80). Where the masks fold (the width compiled in), only when each line is whole in a thread:
+        // every thread then reads the same operand addresses (broadcasts) and reduces without a shuffle.
+        // Lines over several threads would hold the operands once per thread besides their shuffles:
+        // LayerNorm's f32 rows of 19 and 53 columns measured slower so (bench/NOTES.md, "Rows whole in
+        // a thread").
         if (t.rank == 2 && t.dims[0] * t.dims[1] >= 32 * warps_) {
-          bool line_operands = false;
-          if (const int axis = reduced_axis(in.result, line_operands);
-              axis >= 0 && (!line_operands || t.dims[1 - axis] >= 32 * warps_))
+          LineOperands operands = LineOperands::none;
+          const int axis = reduced_axis(in.result, operands);
+          if (axis >= 0 && (operands == LineOperands::none ||
+                            (operands == LineOperands::folded && t.dims[1 - axis] >= 32 * warps_)))
             return set(in.result, thread_lines_layout({static_cast<int>(t.dims[0]), static_cast<int>(t.dims[1])}, axis, warps_));
         }
         // Otherwise the blocked layout, like a global load (gathers of odd rows in 16-byte runs measured
