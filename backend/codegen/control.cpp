@@ -1,6 +1,8 @@
 // Lowering of loops: for (iv = lo; iv < hi; iv += step) with the carried values in variables named after
 // the block arguments; yields go through temporaries first, so that carried values swap correctly.
 // Stage copies in flight are waited for where the loop first needs a stage.
+#include <algorithm>
+
 #include "backend/codegen/emitter.hpp"
 #include "backend/ir/ops.hpp"
 
@@ -9,11 +11,20 @@ namespace tilefuse::codegen {
 using ir::Op;
 
 void Emitter::loop(const ir::Instr& in) {
-  const bool body_copies = any_of_ops(in.body, [](Op op) { return op == Op::stage_copy; });
-  // Copies from before a loop that accesses stages but does not copy are waited for once, before it.
-  if (copies_pending_ && !body_copies && any_of_ops(in.body, ir::is_stage_access)) {
+  // The stages the body copies into, and those it accesses.
+  std::vector<bool> body_copies(fn_.stages.size(), false), body_accesses(fn_.stages.size(), false);
+  ir::walk(in.body, [&](const ir::Instr& b) {
+    if (!ir::is_stage_access(b.op) && b.op != Op::stage_copy) return;
+    const int k = b.as<ir::attr::StageRef>().stage;
+    (b.op == Op::stage_copy ? body_copies : body_accesses)[k] = true;
+  });
+  // Copies from before the loop into a stage the body accesses but does not copy into are waited for
+  // once, before it, rather than at that access in every iteration.
+  bool wait_before = false;
+  for (std::size_t k = 0; k < copies_pending_.size(); ++k) wait_before = wait_before || (copies_pending_[k] && body_accesses[k] && !body_copies[k]);
+  if (wait_before) {
     os_ << "  tf_copy_wait();\n";
-    copies_pending_ = false;
+    std::fill(copies_pending_.begin(), copies_pending_.end(), false);
   }
   const std::size_t carried = in.block_args.size() - 1;
   for (std::size_t k = 0; k < carried; ++k) declare_copy(in.block_args[k + 1], in.args[k + 3]);
@@ -23,9 +34,12 @@ void Emitter::loop(const ir::Instr& in) {
   std::swap(os_, body);
   ++loop_depth_;
   // A copy in the body may still be in flight when the next iteration starts, and when the loop ends.
-  copies_pending_ = copies_pending_ || body_copies;
+  auto add_body_copies = [&] {
+    for (std::size_t k = 0; k < copies_pending_.size(); ++k) copies_pending_[k] = copies_pending_[k] || body_copies[k];
+  };
+  add_body_copies();
   for (const ir::Instr& b : in.body) instr(b);
-  copies_pending_ = copies_pending_ || body_copies;
+  add_body_copies();
   os_ << "  // yield" << (in.yields.empty() ? "" : " %");
   for (std::size_t k = 0; k < carried; ++k) os_ << (k ? ", %" : "") << in.yields[k];
   os_ << "\n";

@@ -90,7 +90,10 @@ class Emitter {
   int cluster_reductions_left_ = 0;  // cluster reductions not yet emitted (the last one arrives at the exit barrier)
   int group_reductions_ = 0;         // resident-group reductions emitted so far (each has its workspace row)
   int loop_depth_ = 0;
-  bool copies_pending_ = false;      // a stage copy may be in flight at this point of the emitted code
+  // Per stage: a copy into it may be in flight at this point of the emitted code. A wait (cp.async's
+  // wait_all) lands every copy, but only an access of a stage with copies in flight waits, so that a copy
+  // issued ahead into one stage overlaps reads of the others.
+  std::vector<bool> copies_pending_;
   std::ostringstream os_;
 
  public:

@@ -1,6 +1,8 @@
 // Lowering of shared-memory stages: their declaration in dynamic shared memory, asynchronous copies from
 // global memory (cp.async), stores and loads of tiles, and the barriers and waits around them (none for a
 // stage each thread reads back only what it wrote).
+#include <algorithm>
+
 #include "backend/codegen/emitter.hpp"
 #include "backend/codegen/text.hpp"
 #include "backend/ir/ops.hpp"
@@ -23,6 +25,7 @@ int stage_of(const ir::Instr& in) { return in.as<ir::attr::StageRef>().stage; }
 // Stages live in the block's dynamic shared memory (the runtime passes ir::stage_bytes per program, times
 // the programs a block packs), each 16-byte aligned so that runs move as 16-byte accesses.
 void Emitter::declare_stages() {
+  copies_pending_.assign(fn_.stages.size(), false);
   if (fn_.stages.empty()) return;
   const std::int64_t per_program = ir::stage_bytes(fn_.stages);
   os_ << "  extern __shared__ __align__(16) unsigned char tf_shared[];\n";
@@ -44,12 +47,13 @@ void Emitter::stage_barrier(const ir::Instr& in) {
   if (!a_.stage_owned[stage_of(in)]) os_ << "  " << (packed_ ? "__syncwarp()" : "__syncthreads()") << ";\n";
 }
 
-// Before a stage access: this thread's copies must have landed (and, for a stage read across threads,
-// everyone's: the barrier follows the wait).
+// Before a stage access: this thread's copies into that stage must have landed (and, for a stage read
+// across threads, everyone's: the barrier follows the wait). Copies in flight into other stages need no
+// wait here; the wait lands them too (it is for all of this thread's copies).
 void Emitter::stage_sync(const ir::Instr& in) {
-  if (copies_pending_) {
+  if (copies_pending_[stage_of(in)]) {
     os_ << "  tf_copy_wait();\n";
-    copies_pending_ = false;
+    std::fill(copies_pending_.begin(), copies_pending_.end(), false);
   }
   stage_barrier(in);
 }
@@ -67,7 +71,8 @@ std::string Emitter::element_in(const ir::Instr& in, const passes::AccessPlan& p
 }
 
 // Global memory into a stage: runs of 4, 8 or 16 bytes as asynchronous copies (a run outside the mask
-// writes zeros), anything narrower or unaligned element by element (synchronously).
+// writes zeros, a run in it up to some lane reads up to there), anything narrower or unaligned, or a run
+// masked otherwise, element by element (synchronously).
 void Emitter::stage_copy(const ir::Instr& in) {
   // No wait for earlier copies: they target other elements (two copies into one element with no access
   // of the stage between them land in either order, as documented for tl::Stage::copy).
@@ -98,17 +103,24 @@ void Emitter::stage_copy(const ir::Instr& in) {
     std::string all;
     for (int k = 0; k < W; ++k) all += (k ? " && " : "") + v(in.args[2]) + "[e0 + " + std::to_string(k) + "]";
     const std::string one = bounds_.checked(p + "[e]", in, in.args[1], 1);
-    os_ << " {\n    if (" << all << ") tf_copy_async<" << W * bytes << ">(" << base << " + " << off << " + " << index_expr(l, "e0") << ", "
-        << bounds_.checked(p + "[e0]", in, in.args[1], W) << ", true);\n";
-    os_ << "    else\n#pragma unroll\n      for (int e = e0; e < e0 + " << W << "; ++e) " << base << "[" << off << " + " << index_expr(l)
-        << "] = " << v(in.args[2]) << "[e] ? *" << one << " : (" << S << ")0;\n  }\n";
-    copies_pending_ = true;
+    const std::string dst = base + " + " + off + " + " + index_expr(l, "e0");
+    os_ << " {\n    if (" << all << ") tf_copy_async<" << W * bytes << ">(" << dst << ", " << bounds_.checked(p + "[e0]", in, in.args[1], W)
+        << ", true);\n";
+    // A run whose lanes in the mask are its first ones (a row's end, or none of it) reads just those,
+    // asynchronously, and zero-fills the rest; any other run goes lane by lane (masked lanes: 0).
+    os_ << "    else {\n      unsigned tf_run = 0u;\n#pragma unroll\n      for (int k = 0; k < " << W << "; ++k) tf_run |= (unsigned)"
+        << v(in.args[2]) << "[e0 + k] << k;\n";
+    os_ << "      if ((tf_run & (tf_run + 1u)) == 0u) tf_copy_async_prefix<" << W * bytes << ">(" << dst << ", "
+        << bounds_.checked(p + "[e0]", in, in.args[1], 1, "tf_run != 0u") << ", __popc(tf_run) * " << bytes << "u);\n";
+    os_ << "      else\n#pragma unroll\n        for (int e = e0; e < e0 + " << W << "; ++e) " << base << "[" << off << " + " << index_expr(l)
+        << "] = " << v(in.args[2]) << "[e] ? *" << one << " : (" << S << ")0;\n    }\n  }\n";
+    copies_pending_[stage_of(in)] = true;
     return;
   }
   const std::string on = masked ? v(in.args[2]) + "[e0]" : std::string("true");
   os_ << " tf_copy_async<" << W * bytes << ">(" << base << " + " << off << " + " << index_expr(l, "e0") << ", "
       << bounds_.checked(p + "[e0]", in, in.args[1], W, on) << ", " << on << ");\n";
-  copies_pending_ = true;
+  copies_pending_[stage_of(in)] = true;
 }
 
 // Stage stores and loads (element offset + i for the tile's element i) and scatters and gathers (element

@@ -80,12 +80,22 @@ void one_program(const RowCall& call, const Args& a) {
       if (strided) {
         if constexpr (!std::is_same_v<T, tl::f32>) {
           static constexpr const char* strided_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps", "n_rows"};
-          auto strided_name = [&] { return "layernorm_strided_" + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""); };
+          auto strided_name = [&] {
+            return std::string(call.opt.tuning.rows_ahead.value_or(true) ? "layernorm_strided_ahead_" : "layernorm_strided_") +
+                   std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : "");
+          };
           // kNormStridedResident threads per SM (Tuning::resident_threads), one launch of them: a program
           // past what stays resident would run its share of the rows after the others.
+          // With rows copied ahead (Tuning::rows_ahead), x's stage beside w's and b's may hold fewer programs
+          // on an SM than that: then as many as its shared memory holds, which leaves each more registers.
           KernelShape resident_shape = shape;
           resident_shape.min_programs = resident_programs(call.opt.tuning, kNormStridedResident, shape.warps);
-          Program& p = kernel_for<&layernorm_strided_program<T, PIECE, PIECES>>(resident_shape, strided_name, strided_params);
+          const bool ahead = call.opt.tuning.rows_ahead.value_or(true);
+          if (ahead)
+            resident_shape.min_programs = static_cast<int>(std::min<std::int64_t>(
+                resident_shape.min_programs, stages_per_sm(3 * PIECE * PIECES * std::int64_t{element_bytes_of<T>()})));
+          Program& p = ahead ? kernel_for<&layernorm_strided_program<T, PIECE, PIECES, true>>(resident_shape, strided_name, strided_params)
+                             : kernel_for<&layernorm_strided_program<T, PIECE, PIECES>>(resident_shape, strided_name, strided_params);
           launch(call, p, Grid(strided_programs(call, resident_shape, kVectorElements<T>)),
                  std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, tail, eps, i32(call.rows)});
         }

@@ -18,27 +18,19 @@ namespace tl = tilefuse::tl;
 /// LayerNorm two-pass of one row, `row`, held in registers as PIECES tiles of PIECE columns (RowPieces),
 /// through its aligned window with PEEL; `affine(pieces, k)` gives piece k's w and b widened to f32 (loaded
 /// first, before the reductions, with `affine_first`). Writes y, and the row's mean and rstd.
-template <class T, int PIECE, int PIECES, bool PEEL, class Affine>
-void layernorm_row(tl::Ptr<T> x, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> row,
-                   tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps,
-                   bool affine_first, Affine&& affine, bool wait_before_affine = false) {
-  // f32 rows are summed as x - x[0] (exact for values near each other), so that a mean of 1e4 against a
-  // spread of 1 costs no digits of the centered values. Halves need no shift: at |mean| = 1e4 their own
-  // spacing (8 for f16, 64 for bf16) is far above what the f32 sums lose, and the shift would cost a
-  // load and a subtraction per element.
+/// `load(pieces, k)` gives piece k of x as stored (by default loaded from x, masked), and `after_mean()`
+/// runs once the row's mean is known, every thread's share of x having been read (by default nothing;
+/// layernorm_strided_program copies its next row into the stage it read this one from).
+template <class T, int PIECE, int PIECES, bool PEEL, class Affine, class Load, class AfterMean>
+void layernorm_row_from(const RowPieces<T, PIECE, PIECES, PEEL>& pieces, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                        tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> row, tl::Scalar<tl::i32> n, tl::Scalar<tl::f32> eps,
+                        bool affine_first, Affine&& affine, bool wait_before_affine, std::optional<tl::Scalar<tl::f32>> shift,
+                        Load&& load, AfterMean&& after_mean) {
   constexpr bool shifted = std::is_same_v<T, tl::f32>;
-  // Half rows are read and written streaming (evicted first), which keeps w and b, loaded per row after
-  // the reductions, cached; f32 rows, whose w and b are loaded first, gain nothing from hints
-  // (bench/NOTES.md, cache hints).
-  constexpr tl::Cache row_cache = shifted ? tl::Cache::normal : tl::Cache::streaming;
+  constexpr tl::Cache row_cache = shifted ? tl::Cache::normal : tl::Cache::streaming;  // see layernorm_row
   using F32Tile = tl::Tile<tl::f32, PIECE>;
-  auto start = row * stride;
-  const RowPieces<T, PIECE, PIECES, PEEL> pieces(start, n, tail);
-  std::optional<tl::Scalar<tl::f32>> shift;  // x[0] where the row is shifted
-  if constexpr (shifted) shift = tl::cast<tl::f32>(tl::load(x + start));
   std::vector<tl::Tile<T, PIECE>> raw;
-  for (int k = 0; k < PIECES; ++k)
-    raw.push_back(pieces.masked(k, [&](auto... m) { return tl::load(x + pieces.at(k), m..., row_cache); }));
+  for (int k = 0; k < PIECES; ++k) raw.push_back(load(pieces, k));
   // w and b written by the launch before this one (shifted copies): the x loads above overlap it.
   if (wait_before_affine) tl::gdc_wait();
   std::vector<std::pair<F32Tile, F32Tile>> wb;
@@ -60,6 +52,7 @@ void layernorm_row(tl::Ptr<T> x, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Pt
   auto total = xs[0];
   for (int k = 1; k < PIECES; ++k) total = total + xs[k];
   auto mean_shifted = tl::sum(total) / count;
+  after_mean();
   std::vector<F32Tile> centered;
   for (int k = 0; k < PIECES; ++k) centered.push_back(pieces.in_row(k, F32Tile(xs[k] - mean_shifted), 0.0));
   auto squares = centered[0] * centered[0];
@@ -73,6 +66,28 @@ void layernorm_row(tl::Ptr<T> x, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Pt
   }
   tl::store(mean_out + row, shift ? *shift + mean_shifted : mean_shifted);
   tl::store(rstd_out + row, rstd);
+}
+
+/// layernorm_row_from with x loaded from memory. f32 rows are summed as x - x[0] (exact for values near
+/// each other), so that a mean of 1e4 against a spread of 1 costs no digits of the centered values. Halves
+/// need no shift: at |mean| = 1e4 their own spacing (8 for f16, 64 for bf16) is far above what the f32
+/// sums lose, and the shift would cost a load and a subtraction per element. Half rows are read and
+/// written streaming (evicted first), which keeps w and b, loaded per row after the reductions, cached;
+/// f32 rows, whose w and b are loaded first, gain nothing from hints (bench/NOTES.md, cache hints).
+template <class T, int PIECE, int PIECES, bool PEEL, class Affine>
+void layernorm_row(tl::Ptr<T> x, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> row,
+                   tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps,
+                   bool affine_first, Affine&& affine, bool wait_before_affine = false) {
+  constexpr bool shifted = std::is_same_v<T, tl::f32>;
+  constexpr tl::Cache row_cache = shifted ? tl::Cache::normal : tl::Cache::streaming;
+  auto start = row * stride;
+  const RowPieces<T, PIECE, PIECES, PEEL> pieces(start, n, tail);
+  std::optional<tl::Scalar<tl::f32>> shift;  // x[0] where the row is shifted
+  if constexpr (shifted) shift = tl::cast<tl::f32>(tl::load(x + start));
+  auto load = [&](const RowPieces<T, PIECE, PIECES, PEEL>& p, int k) {
+    return p.masked(k, [&](auto... m) { return tl::load(x + p.at(k), m..., row_cache); });
+  };
+  layernorm_row_from(pieces, y, mean_out, rstd_out, row, n, eps, affine_first, affine, wait_before_affine, shift, load, [] {});
 }
 
 /// y = (x - mean) * rstd * w + b per row; writes mean and rstd per row (f32) for a backward pass. The row
@@ -141,15 +156,20 @@ void layernorm_shifted_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
 /// pid + G, ... with G = num_programs(0) a multiple of a vector's elements (the launcher's promise): a
 /// row's offset into its vector is (row * n) % 8, the same for every row of the program, so w and b,
 /// copied once into shared memory at that offset (as each row's window sees them), are read back 16 bytes
-/// at a time for every row, where the one-row program reads them from L2 element by element.
-template <class T, int PIECE, int PIECES>
+/// at a time for every row, where the one-row program reads them from L2 element by element. With AHEAD,
+/// x comes through a stage too: each row's copy is issued while the row before is normalized and stored
+/// (once that row's mean is known: every thread has read its share of the stage, which it alone writes),
+/// so a program keeps a row's bytes in flight through its arithmetic instead of waiting for each row's
+/// loads in turn.
+template <class T, int PIECE, int PIECES, bool AHEAD = false>
 void layernorm_strided_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                                tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                                tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> n_rows) {
   static_assert(!std::is_same_v<T, tl::f32>, "tilefuse layernorm_strided_program: rows of f16 or bf16 (f32 rows are shifted per row).");
+  using Pieces = RowPieces<T, PIECE, PIECES, true>;
   tl::Stage<T, PIECE * PIECES> ws, bs;
   {
-    const RowPieces<T, PIECE, PIECES, true> first(tl::program_id(0) * stride, n, tail);
+    const Pieces first(tl::program_id(0) * stride, n, tail);
     for (int k = 0; k < PIECES; ++k) {
       auto at = k * PIECE + first.idx - first.head;
       first.masked(k, [&](auto... m) {
@@ -158,12 +178,34 @@ void layernorm_strided_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
       });
     }
   }
-  auto affine = [&](const RowPieces<T, PIECE, PIECES, true>&, int k) {
+  auto affine = [&](const Pieces&, int k) {
     return std::pair{tl::cast<tl::f32>(ws.template load<PIECE>(k * PIECE)), tl::cast<tl::f32>(bs.template load<PIECE>(k * PIECE))};
   };
-  tl::for_range(tl::program_id(0), n_rows, tl::num_programs(0), [&](tl::Scalar<tl::i32> row) {
-    layernorm_row<T, PIECE, PIECES, true>(x, y, mean_out, rstd_out, row, stride, n, tail, eps, false, affine);
-  });
+  if constexpr (!AHEAD) {
+    tl::for_range(tl::program_id(0), n_rows, tl::num_programs(0), [&](tl::Scalar<tl::i32> row) {
+      layernorm_row<T, PIECE, PIECES, true>(x, y, mean_out, rstd_out, row, stride, n, tail, eps, false, affine);
+    });
+  } else {
+    tl::Stage<T, PIECE * PIECES> xs;
+    // Row `row`'s window into xs, if it is one of the matrix's. Every mask is an upper bound (a run of it
+    // is a prefix: one asynchronous copy, tf_copy_async_prefix): the window's columns before the row are
+    // copied too (they lie inside the matrix, before the row) and set to 0 when read (Pieces::in_row).
+    auto copy_row = [&](tl::Scalar<tl::i32> row) {
+      const Pieces p(row * stride, n, tail);
+      auto in_matrix = row < n_rows;
+      for (int k = 0; k < PIECES; ++k) {
+        auto end = k + 1 == PIECES ? p.head + n - (PIECES - 1) * PIECE : tl::scalar<tl::i32>(PIECE);
+        xs.copy(k * PIECE, x + p.at(k), p.idx < tl::where(in_matrix, end, tl::scalar<tl::i32>(0)));
+      }
+    };
+    copy_row(tl::program_id(0));
+    tl::for_range(tl::program_id(0), n_rows, tl::num_programs(0), [&](tl::Scalar<tl::i32> row) {
+      const Pieces pieces(row * stride, n, tail);
+      auto load = [&](const Pieces&, int k) { return xs.template load<PIECE>(k * PIECE); };
+      layernorm_row_from(pieces, y, mean_out, rstd_out, row, n, eps, false, affine, false, std::nullopt, load,
+                         [&] { copy_row(row + tl::num_programs(0)); });
+    });
+  }
 }
 
 /// Each row of the [R, C] tile `v` normalized to mean 0 and variance 1 over the elements in `mask` (n

@@ -73,6 +73,10 @@ struct Tuning {
   /// from there 16 bytes at a time (layernorm_strided_program); the rule is yes for windows of several
   /// pieces up to kNormStridedMaxCols columns.
   std::optional<bool> stride_rows;
+  /// Whether those strided programs copy each row into shared memory while the row before is normalized
+  /// and stored (layernorm_strided_program's AHEAD), so that a program keeps a row in flight through its
+  /// arithmetic; the rule is yes (pending the GPU's A/B).
+  std::optional<bool> rows_ahead;
   /// Whether a call's launches after its first may start while the one before finishes (the split-row
   /// kernels: each group's partials read their rows while the previous group's combine kernel ends, and
   /// each combine kernel's programs are placed while its partials end; LaunchConfig::pdl, sm_90); the

@@ -24,7 +24,8 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, Row
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("layernorm ") + kernels::variant_name(variant) + " splits " + std::to_string(splits) + " " +
                std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed) +
-               (tuning.constant_cols ? (*tuning.constant_cols ? " width compiled in" : " width an argument") : ""));
+               (tuning.constant_cols ? (*tuning.constant_cols ? " width compiled in" : " width an argument") : "") +
+               (tuning.rows_ahead ? (*tuning.rows_ahead ? " rows ahead" : " rows not ahead") : ""));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, mean, stddev);
   auto hw = reference::random_vector<H>(cols, seed + 1);
@@ -152,10 +153,17 @@ TEST_F(Gpu, LayerNormRowsOfEveryAlignment) {
 // Half rows through windows of several pieces, more rows than the GPU keeps programs: each program strides
 // over rows that share a window's offset, w and b staged once (layernorm_strided_program); ragged counts
 // of rows per program, every offset into a vector.
+// Both ways: each row loaded as the program reaches it, or copied into a stage while the row before it
+// is finished (Tuning::rows_ahead, the rule), with as many programs as their stages leave room for.
 TEST_F(Gpu, LayerNormStridedProgramsShareWAndB) {
-  check_layernorm<half>(7001, 2223);
-  check_layernorm<bfloat16>(4099, 3261);
-  check_layernorm<bfloat16>(1003, 5587, 3.f);
+  for (bool ahead : {false, true}) {
+    kernels::Tuning t;
+    t.rows_ahead = ahead;
+    check_layernorm<half>(7001, 2223, 0.f, RowVariant::one_program, 1, 1.f, t);
+    check_layernorm<bfloat16>(4099, 3261, 0.f, RowVariant::one_program, 1, 1.f, t);
+    check_layernorm<bfloat16>(1003, 5587, 3.f, RowVariant::one_program, 1, 1.f, t);
+    check_layernorm<half>(5, 7001, 0.f, RowVariant::one_program, 1, 1.f, t);  // fewer rows than programs, a wide window
+  }
 }
 
 // Few wide rows, as layernorm_auto takes them: split over the GPU with the library's workspace, in groups

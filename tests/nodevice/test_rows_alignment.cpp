@@ -66,10 +66,13 @@ void check_softmax(std::int64_t rows, std::int64_t cols, RowVariant variant, boo
 // window must find at the row's start, not the window's).
 template <class H>
 void check_layernorm(std::int64_t rows, std::int64_t cols, RowVariant variant, bool peel, float mean = 0.f, bool pack = false,
-                     bool stage = false) {
+                     bool stage = false, std::optional<bool> rows_ahead = std::nullopt) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("layernorm ") + kernels::variant_name(variant) + (peel ? " peeled " : " unpeeled ") + std::to_string(rows) +
-               "x" + std::to_string(cols) + " seed " + std::to_string(seed));
+               "x" + std::to_string(cols) + " seed " + std::to_string(seed) +
+               (rows_ahead ? (*rows_ahead ? " rows ahead" : " rows not ahead") : ""));
+  kernels::RowOptions opt = pack ? packed(peel, stage) : interpreter(peel);
+  opt.tuning.rows_ahead = rows_ahead;
   auto x = reference::random_vector<H>(static_cast<std::size_t>(rows * cols), seed, mean, 1.f);
   auto w = reference::random_vector<H>(static_cast<std::size_t>(cols), seed + 1);
   auto b = reference::random_vector<H>(static_cast<std::size_t>(cols), seed + 2);
@@ -77,9 +80,9 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, RowVariant variant, b
   kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows, std::nanf("")), std::vector<float>(rows, std::nanf(""))};
   if (variant == RowVariant::split) {
     kernels::NormSplitScratch<std::vector<float>> scratch{std::vector<float>(rows * 3), std::vector<float>(rows * 3)};
-    kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, 3, 1e-5f, pack ? packed(peel, stage) : interpreter(peel));
+    kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, 3, 1e-5f, opt);
   } else {
-    kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, pack ? packed(peel, stage) : interpreter(peel), variant);
+    kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, opt, variant);
   }
   std::vector<double> mean_ref, rstd_ref;
   const auto ref = reference::layernorm<H>(x, w, b, rows, cols, 1e-5, &mean_ref, &rstd_ref);
@@ -176,16 +179,23 @@ TEST(RowsAlignment, PeeledKernelsMove16BytesPerAccess) {
   EXPECT_NE(plain.find("in runs of 1"), std::string::npos) << plain;
   // LayerNorm: x in and y out in 16-byte runs; w and b, off the window's alignment, element by element
   // (one row per program), or staged once per program at the offset its rows share and read back 16 bytes
-  // at a time (strided over rows, the rule for windows of several pieces).
-  for (bool stride : {false, true}) {
+  // at a time (strided over rows, the rule for windows of several pieces). Strided with rows ahead (the
+  // rule), x too goes through a stage: 16-byte asynchronous copies, the last piece's run that holds the
+  // row's end as a prefix of one, then read back 16 bytes at a time.
+  for (int mode : {0, 1, 2}) {
+    const bool stride = mode > 0, ahead = mode == 2;
     kernels::RowOptions opt = interpreter(true);
     opt.tuning.stride_rows = stride;
+    opt.tuning.rows_ahead = ahead;
     const Program* ln = kernels::layernorm_programs(RowVariant::one_program, ir::DType::bf16, 3261, opt).at(0);
-    EXPECT_EQ(ln->name(), stride ? "layernorm_strided_512x7" : "layernorm_peeled_512x7");
+    EXPECT_EQ(ln->name(), ahead ? "layernorm_strided_ahead_512x7" : stride ? "layernorm_strided_512x7" : "layernorm_peeled_512x7");
     const std::string ln_src = ln->cuda_source(odd_rows(*ln));
-    EXPECT_EQ(occurrences(ln_src, "tf_load_vec<unsigned, 4, 1>"), 7u) << ln_src;  // x, with the streaming hint
+    EXPECT_EQ(occurrences(ln_src, "tf_load_vec<unsigned, 4, 1>"), ahead ? 0u : 7u) << ln_src;  // x, with the streaming hint
     EXPECT_EQ(occurrences(ln_src, "tf_store_vec<unsigned, 4, 1>"), 7u) << ln_src;
-    EXPECT_EQ(occurrences(ln_src, "tf_load_vec<unsigned, 4>(reinterpret_cast<const unsigned*>(tf_stage"), stride ? 14u : 0u) << ln_src;  // w, b
+    EXPECT_EQ(occurrences(ln_src, "tf_load_vec<unsigned, 4>(reinterpret_cast<const unsigned*>(tf_stage"), ahead ? 21u : stride ? 14u : 0u)
+        << ln_src;  // w, b (and x)
+    EXPECT_EQ(occurrences(ln_src, "tf_copy_async<16>("), ahead ? 14u : 0u) << ln_src;  // a program's first row, then each next
+    EXPECT_EQ(occurrences(ln_src, "tf_copy_async_prefix<16>("), ahead ? 2u : 0u) << ln_src;
   }
   for (RowVariant v : {RowVariant::looped, RowVariant::split}) {
     for (const Program* p : kernels::softmax_programs(v, ir::DType::f16, 30001, interpreter(true), 4)) {
@@ -285,8 +295,8 @@ TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   // program above.
   const kernels::RowOptions opt{Backend::interpreter};
   auto name = [&](ir::DType t, std::int64_t cols) { return kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0)->name(); };
-  EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_strided_512x7");  // 6.5 KB, its window in eighths of 4096
-  EXPECT_EQ(name(ir::DType::f16, 1025), "layernorm_strided_256x5");   // 2050 bytes
+  EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_strided_ahead_512x7");  // 6.5 KB, its window in eighths of 4096
+  EXPECT_EQ(name(ir::DType::f16, 1025), "layernorm_strided_ahead_256x5");   // 2050 bytes
   EXPECT_EQ(name(ir::DType::f16, 1900), "layernorm_peeled_2048");     // a window past 7/8 of its tile: one piece
   EXPECT_EQ(name(ir::DType::f16, 9001), "layernorm_peeled_2048x5");   // a window past kNormStridedMaxCols
   EXPECT_EQ(name(ir::DType::f16, 1023), "layernorm_1024");           // 2046 bytes
@@ -352,13 +362,36 @@ TEST(RowsAlignment, StridedLayerNormMatchesFloat64) {
   // Half rows through windows of several pieces: 16 programs on the interpreter, each striding over rows
   // 16 apart (which share a window's offset), w and b staged once per program; row counts that leave
   // programs with different numbers of rows, and fewer rows than programs.
-  for (std::int64_t cols : {1025, 2223, 3261}) {
-    check_layernorm<half>(53, cols, RowVariant::one_program, true);
-    check_layernorm<bfloat16>(19, cols, RowVariant::one_program, true, 2.f);
+  // Both ways: each row loaded as the program reaches it, and copied into a stage while the row before
+  // it is finished (Tuning::rows_ahead; the last program's next row is past the matrix and copies nothing).
+  for (bool ahead : {false, true}) {
+    for (std::int64_t cols : {1025, 2223, 3261}) {
+      check_layernorm<half>(53, cols, RowVariant::one_program, true, 0.f, false, false, ahead);
+      check_layernorm<bfloat16>(19, cols, RowVariant::one_program, true, 2.f, false, false, ahead);
+    }
+    check_layernorm<half>(5, 2223, RowVariant::one_program, true, 0.f, false, false, ahead);
   }
-  check_layernorm<half>(5, 2223, RowVariant::one_program, true);
   const Program* p = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 2223, interpreter(true)).at(0);
-  EXPECT_EQ(p->name(), "layernorm_strided_512x5");
+  EXPECT_EQ(p->name(), "layernorm_strided_ahead_512x5");
+}
+
+TEST(RowsAlignment, RowsCopiedAheadWaitOnlyForTheirOwnStage) {
+  // The strided LayerNorm with rows ahead: in its loop over rows, one wait (before x's stage is first read),
+  // then the next row's copies, issued once the mean is known, and no wait after them: w's and b's stages,
+  // read for every piece as it is stored, have nothing in flight (they were copied element by element, off
+  // the vector boundary, before the loop). Once more after the loop (the last copies, past the matrix).
+  const Program* p = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 2223, interpreter(true)).at(0);
+  const std::string src = p->cuda_source(odd_rows(*p));
+  const std::size_t loop = src.find("  for (int v"), end = src.rfind("\n  }\n");
+  ASSERT_NE(loop, std::string::npos) << src;
+  const std::string body = src.substr(loop, end - loop);
+  EXPECT_EQ(occurrences(body, "tf_copy_wait();"), 1u) << body;
+  EXPECT_EQ(occurrences(src, "tf_copy_wait();"), 2u) << src;
+  const std::size_t copies = body.find("tf_copy_async<16>("), mean = body.find("= sum "), w = body.find("stage_load @0");
+  EXPECT_LT(body.find("tf_copy_wait();"), copies) << body;
+  EXPECT_LT(mean, copies) << body;
+  EXPECT_LT(copies, w) << body;
+  EXPECT_EQ(body.find("tf_copy_wait();", copies), std::string::npos) << body;
 }
 
 TEST(RowsAlignment, PeeledLayerNormKeepsItsRowsInFlight) {

@@ -129,6 +129,7 @@ class AxisAnalysis {
         break;
       case ir::Op::minimum:
       case ir::Op::maximum: min_max(in, t, r); break;
+      case ir::Op::select: choice(in, t, r); break;
       case ir::Op::expand:
       case ir::Op::broadcast: shape(in, r); break;
       case ir::Op::ptr_add: {
@@ -153,6 +154,23 @@ class AxisAnalysis {
       if (rows_constant) r.constancy = kUnknownLarge;
     }
     if (r.uniform) r.constancy = kUnknownLarge;
+  }
+
+  // select(c, a, b) (tl::where) of integers, each element a's or b's: what divides every element of both, and the range
+  // that holds both (a bound of `where(row < n_rows, 512, 0)` stays a multiple of its blocks: the mask
+  // `arange < bound` is then constant over them).
+  void choice(const ir::Instr& in, const ir::ValueType& t, AxisInfo& r) const {
+    if (!ir::is_int(t.dtype) || t.pointer) return;
+    const auto& c = arg(in, 0);
+    const auto& a = arg(in, 1);
+    const auto& b = arg(in, 2);
+    r.uniform = c.uniform && a.uniform && b.uniform;
+    r.divisibility = std::gcd(every_element(a), every_element(b));
+    if (a.bounded && b.bounded) {
+      r.bounded = true;
+      r.min = std::min(a.min, b.min);
+      r.max = std::max(a.max, b.max);
+    }
   }
 
   // What divides every element of a value: its runs' starts' divisor when runs are single elements, else 1
