@@ -102,7 +102,7 @@ void narrow_row_configs(RowSpace& space, std::int64_t cols, int element_bytes, c
   if (!packable_rows(cols, element_bytes)) return;
   space.add(RowVariant::one_program, [&](Tuning& t) {
     t.pack_rows = true;
-    t.constant_cols = true;
+    t.constant_cols = false;
   });
   if (whole_vectors(cols, element_bytes)) return;
   const bool staged = staged_rows(base, cols, element_bytes, column_operands);

@@ -52,10 +52,11 @@ class RowSpace {
 
 /// The one-program configurations of packed narrow rows of `cols` elements of `element_bytes` besides the
 /// rule's (none for rows too wide to pack): packed (Tuning::pack_rows, also where the rule gives aligned
-/// rows of 512-byte tiles a program each) with the width compiled in (Tuning::constant_cols); and for
-/// rows that are not whole 16-byte vectors, staged the other way than the rule (Tuning::stage_rows), and,
-/// read row by row, written through shared memory (Tuning::stage_stores). Each of the last two wins on
-/// some shapes and loses on others (bench/NOTES.md, "Narrow rows copied into the stage").
+/// rows of 512-byte tiles a program each) with the width an argument (Tuning::constant_cols false: the
+/// rule compiles it in, and the family's own space already packs rows the rule does not); and for rows
+/// that are not whole 16-byte vectors, staged the other way than the rule (Tuning::stage_rows), and, read
+/// row by row, written through shared memory (Tuning::stage_stores). Each of the last two wins on some
+/// shapes and loses on others (bench/NOTES.md, "Narrow rows copied into the stage").
 void narrow_row_configs(RowSpace& space, std::int64_t cols, int element_bytes, const Tuning& base, bool column_operands);
 
 /// A configuration as text ("looped looped_programs_per_sm=2"), as records and reports write it.
