@@ -81,7 +81,7 @@ void one_program(const RowCall& call, const Args& a) {
         if constexpr (!std::is_same_v<T, tl::f32>) {
           static constexpr const char* strided_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps", "n_rows"};
           auto strided_name = [&] {
-            return std::string(call.opt.tuning.rows_ahead.value_or(true) ? "layernorm_strided_ahead_" : "layernorm_strided_") +
+            return std::string(call.opt.tuning.rows_ahead.value_or(false) ? "layernorm_strided_ahead_" : "layernorm_strided_") +
                    std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : "");
           };
           // kNormStridedResident threads per SM (Tuning::resident_threads), one launch of them: a program
@@ -90,7 +90,7 @@ void one_program(const RowCall& call, const Args& a) {
           // on an SM than that: then as many as its shared memory holds, which leaves each more registers.
           KernelShape resident_shape = shape;
           resident_shape.min_programs = resident_programs(call.opt.tuning, kNormStridedResident, shape.warps);
-          const bool ahead = call.opt.tuning.rows_ahead.value_or(true);
+          const bool ahead = call.opt.tuning.rows_ahead.value_or(false);
           if (ahead)
             resident_shape.min_programs = static_cast<int>(std::min<std::int64_t>(
                 resident_shape.min_programs, stages_per_sm(3 * PIECE * PIECES * std::int64_t{element_bytes_of<T>()})));

@@ -75,7 +75,7 @@ struct Tuning {
   std::optional<bool> stride_rows;
   /// Whether those strided programs copy each row into shared memory while the row before is normalized
   /// and stored (layernorm_strided_program's AHEAD), so that a program keeps a row in flight through its
-  /// arithmetic; the rule is yes (pending the GPU's A/B).
+  /// arithmetic; the rule is no until the GPU's A/B says otherwise (tune_layernorm's space holds both).
   std::optional<bool> rows_ahead;
   /// Whether a call's launches after its first may start while the one before finishes (the split-row
   /// kernels: each group's partials read their rows while the previous group's combine kernel ends, and

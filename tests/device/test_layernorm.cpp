@@ -154,7 +154,7 @@ TEST_F(Gpu, LayerNormRowsOfEveryAlignment) {
 // over rows that share a window's offset, w and b staged once (layernorm_strided_program); ragged counts
 // of rows per program, every offset into a vector.
 // Both ways: each row loaded as the program reaches it, or copied into a stage while the row before it
-// is finished (Tuning::rows_ahead, the rule), with as many programs as their stages leave room for.
+// is finished (Tuning::rows_ahead), with as many programs as their stages leave room for.
 TEST_F(Gpu, LayerNormStridedProgramsShareWAndB) {
   for (bool ahead : {false, true}) {
     kernels::Tuning t;

@@ -179,8 +179,8 @@ TEST(RowsAlignment, PeeledKernelsMove16BytesPerAccess) {
   EXPECT_NE(plain.find("in runs of 1"), std::string::npos) << plain;
   // LayerNorm: x in and y out in 16-byte runs; w and b, off the window's alignment, element by element
   // (one row per program), or staged once per program at the offset its rows share and read back 16 bytes
-  // at a time (strided over rows, the rule for windows of several pieces). Strided with rows ahead (the
-  // rule), x too goes through a stage: 16-byte asynchronous copies, the last piece's run that holds the
+  // at a time (strided over rows, the rule for windows of several pieces). Strided with rows ahead
+  // (Tuning::rows_ahead), x too goes through a stage: 16-byte asynchronous copies, the last piece's run that holds the
   // row's end as a prefix of one, then read back 16 bytes at a time.
   for (int mode : {0, 1, 2}) {
     const bool stride = mode > 0, ahead = mode == 2;
@@ -295,8 +295,8 @@ TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   // program above.
   const kernels::RowOptions opt{Backend::interpreter};
   auto name = [&](ir::DType t, std::int64_t cols) { return kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0)->name(); };
-  EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_strided_ahead_512x7");  // 6.5 KB, its window in eighths of 4096
-  EXPECT_EQ(name(ir::DType::f16, 1025), "layernorm_strided_ahead_256x5");   // 2050 bytes
+  EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_strided_512x7");  // 6.5 KB, its window in eighths of 4096
+  EXPECT_EQ(name(ir::DType::f16, 1025), "layernorm_strided_256x5");   // 2050 bytes
   EXPECT_EQ(name(ir::DType::f16, 1900), "layernorm_peeled_2048");     // a window past 7/8 of its tile: one piece
   EXPECT_EQ(name(ir::DType::f16, 9001), "layernorm_peeled_2048x5");   // a window past kNormStridedMaxCols
   EXPECT_EQ(name(ir::DType::f16, 1023), "layernorm_1024");           // 2046 bytes
@@ -372,7 +372,7 @@ TEST(RowsAlignment, StridedLayerNormMatchesFloat64) {
     check_layernorm<half>(5, 2223, RowVariant::one_program, true, 0.f, false, false, ahead);
   }
   const Program* p = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 2223, interpreter(true)).at(0);
-  EXPECT_EQ(p->name(), "layernorm_strided_ahead_512x5");
+  EXPECT_EQ(p->name(), "layernorm_strided_512x5");
 }
 
 TEST(RowsAlignment, RowsCopiedAheadWaitOnlyForTheirOwnStage) {
@@ -380,7 +380,10 @@ TEST(RowsAlignment, RowsCopiedAheadWaitOnlyForTheirOwnStage) {
   // then the next row's copies, issued once the mean is known, and no wait after them: w's and b's stages,
   // read for every piece as it is stored, have nothing in flight (they were copied element by element, off
   // the vector boundary, before the loop). Once more after the loop (the last copies, past the matrix).
-  const Program* p = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 2223, interpreter(true)).at(0);
+  kernels::RowOptions opt = interpreter(true);
+  opt.tuning.rows_ahead = true;
+  const Program* p = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 2223, opt).at(0);
+  EXPECT_EQ(p->name(), "layernorm_strided_ahead_512x5");
   const std::string src = p->cuda_source(odd_rows(*p));
   const std::size_t loop = src.find("  for (int v"), end = src.rfind("\n  }\n");
   ASSERT_NE(loop, std::string::npos) << src;
