@@ -80,9 +80,11 @@ void one_program(const RowCall& call, const Args& a) {
       if (strided) {
         if constexpr (!std::is_same_v<T, tl::f32>) {
           static constexpr const char* strided_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps", "n_rows"};
+          // Rows copied ahead (Tuning::rows_ahead): opt-in until measured on the GPU.
+          const bool ahead = call.opt.tuning.rows_ahead.value_or(false);
           auto strided_name = [&] {
-            return std::string(call.opt.tuning.rows_ahead.value_or(false) ? "layernorm_strided_ahead_" : "layernorm_strided_") +
-                   std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : "");
+            return std::string(ahead ? "layernorm_strided_ahead_" : "layernorm_strided_") + std::to_string(PIECE) +
+                   (PIECES > 1 ? "x" + std::to_string(PIECES) : "");
           };
           // kNormStridedResident threads per SM (Tuning::resident_threads), one launch of them: a program
           // past what stays resident would run its share of the rows after the others.
@@ -90,7 +92,6 @@ void one_program(const RowCall& call, const Args& a) {
           // on an SM than that: then as many as its shared memory holds, which leaves each more registers.
           KernelShape resident_shape = shape;
           resident_shape.min_programs = resident_programs(call.opt.tuning, kNormStridedResident, shape.warps);
-          const bool ahead = call.opt.tuning.rows_ahead.value_or(false);
           if (ahead)
             resident_shape.min_programs = static_cast<int>(std::min<std::int64_t>(
                 resident_shape.min_programs, stages_per_sm(3 * PIECE * PIECES * std::int64_t{element_bytes_of<T>()})));
