@@ -158,9 +158,11 @@ void layernorm_shifted_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
 /// copied once into shared memory at that offset (as each row's window sees them), are read back 16 bytes
 /// at a time for every row, where the one-row program reads them from L2 element by element. With AHEAD,
 /// x comes through a stage too: each row's copy is issued while the row before is normalized and stored
-/// (once that row's mean is known: every thread has read its share of the stage, which it alone writes),
-/// so a program keeps a row's bytes in flight through its arithmetic instead of waiting for each row's
-/// loads in turn.
+/// (once that row's mean is known), so a program keeps a row's bytes in flight through its arithmetic
+/// instead of waiting for each row's loads in turn. Why the copy may overwrite the stage then with no
+/// barrier, whatever the program's warps: the stage is owned (each thread copies into exactly the elements
+/// it reads back, the code generator's stage analysis), and the mean depends on every element the thread
+/// read, so its reads are done before its copy is issued.
 template <class T, int PIECE, int PIECES, bool AHEAD = false>
 void layernorm_strided_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                                tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,

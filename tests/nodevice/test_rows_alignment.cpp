@@ -395,6 +395,9 @@ TEST(RowsAlignment, RowsCopiedAheadWaitOnlyForTheirOwnStage) {
   EXPECT_LT(mean, copies) << body;
   EXPECT_LT(copies, w) << body;
   EXPECT_EQ(body.find("tf_copy_wait();", copies), std::string::npos) << body;
+  // The copy overwrites x's stage with no barrier after the reads: sound only while every stage, x's
+  // included, is owned (each thread copies into exactly what it reads back).
+  EXPECT_EQ(occurrences(src, "each thread reads back only what it wrote (no barriers)"), 3u) << src;
 }
 
 TEST(RowsAlignment, PeeledLayerNormKeepsItsRowsInFlight) {
