@@ -147,7 +147,8 @@ Scalar<T> sum(const Tile<T, N...>& x, const std::source_location& loc = std::sou
 
 /// Largest of `x` over the programs of this program's thread-block cluster (KernelOptions::cluster_size
 /// programs along axis 0): every program of the cluster gets the same value. Every program must reach
-/// each cluster reduction, so they cannot be inside loops.
+/// each cluster reduction as many times and in the same order: one inside for_range needs the loop's
+/// bounds to be the same in every program of the cluster (the interpreter reports programs that part).
 inline Scalar<f32> cluster_max(const Scalar<f32>& x, const std::source_location& loc = std::source_location::current()) {
   const ir::ValueType type = Scalar<f32>::type();
   return Scalar<f32>(detail::emit(ir::Op::cluster_max, &type, {x.id()}, {}, detail::site(loc)));

@@ -67,6 +67,11 @@ void Emitter::loop(const ir::Instr& in) {
   for (std::string line; std::getline(lines, line);) os_ << (line.rfind("#pragma", 0) == 0 ? "" : "  ") << line << "\n";
   os_ << "  }\n";
   for (std::size_t k = 0; k < carried; ++k) declare_copy(in.results[k], in.block_args[k + 1]);
+  // The block's last read of a cluster reduction's slots was in this loop (cluster_reduce).
+  if (loop_depth_ == 0 && arrive_after_loop_) {
+    os_ << "  tf_cluster_arrive();  // this block's last cluster read is done\n";
+    arrive_after_loop_ = false;
+  }
 }
 
 }  // namespace tilefuse::codegen

@@ -61,9 +61,15 @@ void Emitter::reduce(const ir::Instr& in) {
 
 // Every thread holds the program's scalar; thread 0 publishes it in a shared slot, and after a cluster
 // barrier every thread combines the slots of all blocks in rank order (as the interpreter does). A block
-// must outlive every read of its slots: it arrives once after its last read and waits at its end.
+// must outlive every read of its slots: it arrives once after its last read and waits at its end. Inside a
+// loop a reduction runs many times, so it alternates between two slots by the count of cluster barriers
+// passed (tf_cluster_round): a slot is written again only two barriers later, after every block has passed
+// the barrier between, and so has read it.
 void Emitter::cluster_reduce(const ir::Instr& in) {
   const std::string r = v(in.result), x = v(in.args[0]);
+  if (opt_.resident_groups && loop_depth_ > 0)
+    throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': resident groups combine cluster reductions outside "
+                                "loops only (each has one slot of the workspace)");
   if (opt_.resident_groups) {
     // Through global memory, over the launch's groups of tf_group programs (prelude/group.cuh); the
     // reduction's number picks its row of the workspace's values.
@@ -78,18 +84,24 @@ void Emitter::cluster_reduce(const ir::Instr& in) {
     os_ << "  const float " << r << " = " << x << ";  // a cluster of one program\n";
     return;
   }
-  const std::string slot = "tf_cluster" + std::to_string(in.result);
+  const bool looped = loop_depth_ > 0;
+  const std::string name = "tf_cluster" + std::to_string(in.result), slot = looped ? name + "[tf_cluster_round & 1u]" : name;
   const bool max = in.op == Op::cluster_max;
   os_ << "  float " << r << ";\n  {\n";
-  os_ << "    __shared__ float " << slot << ";\n";
+  os_ << "    __shared__ float " << name << (looped ? "[2]" : "") << ";\n";
   os_ << "    if (tid == 0) " << slot << " = " << x << ";\n";
   os_ << "    tf_cluster_sync();\n";
   os_ << "    float acc = tf_cluster_read(&" << slot << ", 0u);\n";
   os_ << "#pragma unroll\n    for (unsigned rank = 1; rank < " << C << "u; ++rank) acc = "
       << (max ? "fmaxf(acc, tf_cluster_read(&" + slot + ", rank))" : "acc + tf_cluster_read(&" + slot + ", rank)") << ";\n";
+  if (looped) os_ << "    ++tf_cluster_round;\n";
   // Each reduction has its own slot, so no barrier is needed before the next one writes; after the last
-  // read, the block only announces it is done (the matching wait ends the kernel).
-  if (--cluster_reductions_left_ == 0) os_ << "    tf_cluster_arrive();\n";
+  // read, the block only announces it is done (the matching wait ends the kernel); a last reduction inside
+  // a loop, once the outermost loop has ended (control.cpp).
+  if (--cluster_reductions_left_ == 0) {
+    if (looped) arrive_after_loop_ = true;
+    else os_ << "    tf_cluster_arrive();\n";
+  }
   os_ << "    " << r << " = acc;\n  }\n";
 }
 

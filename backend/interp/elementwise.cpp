@@ -36,6 +36,10 @@ void set_other_zeros(bool on) { flipped_zeros = on; }
 bool other_zeros() { return flipped_zeros; }
 void reset_wrapped_operations() { wrapped_count = 0; }
 
+namespace detail {
+void add_wrapped_operations(std::uint64_t n) { wrapped_count += n; }
+}  // namespace detail
+
 }  // namespace tilefuse::interp
 
 namespace tilefuse::interp::detail {

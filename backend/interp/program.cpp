@@ -128,7 +128,11 @@ void Program::step(const ir::Instr& in) {
         default: return stage_store(in);
       }
     case ir::Family::control: return run_loop(in);
-    case ir::Family::cluster: fail(in, "a cluster reduction runs only in a cluster's lockstep (run())");
+    case ir::Family::cluster: {
+      if (!combine_) fail(in, "a cluster reduction runs only in a cluster's lockstep (run())");
+      const float r = combine_(in, cluster_operand(in));
+      return set_cluster_result(in, r);
+    }
     case ir::Family::shape: return shape(in);
     case ir::Family::axis_reduction: return reduce_along(in);
     case ir::Family::dot: return dot(in);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
 #include <string>
@@ -83,6 +84,10 @@ inline std::int64_t float_to_int(DType to, double x) {
 }
 
 
+// Adds n to this thread's wrapped_operations() (the count of a cluster's programs run on threads of their
+// own, interp.cpp).
+void add_wrapped_operations(std::uint64_t n);
+
 // The signed-integer result `exact` in dtype d, wrapped as two's complement (counted when it did not fit).
 std::int64_t exact_or_wrapped(DType d, __int128 exact);
 
@@ -115,7 +120,18 @@ class Program {
   /// Sets the result of the cluster reduction `in` in this program.
   void set_cluster_result(const ir::Instr& in, float v) { make(in).f[0] = v; }
 
+  /// Runs the whole body, handing each cluster reduction it reaches (at any depth) to `combine`, which
+  /// returns its result: for cluster reductions inside loops (interp.cpp runs each program of the cluster
+  /// on a thread of its own, taking turns).
+  template <class Combine>
+  void run_with(Combine&& combine) {
+    combine_ = std::forward<Combine>(combine);
+    run_block(fn_.body);
+    combine_ = nullptr;
+  }
+
  private:
+  std::function<float(const ir::Instr&, float)> combine_;  // run_with's, while it runs
   [[noreturn]] void fail(const ir::Instr& in, const std::string& why) const;
   const ir::ValueType& type(ir::ValueId v) const { return fn_.values[v]; }
   std::size_t size(ir::ValueId v) const { return static_cast<std::size_t>(type(v).numel()); }

@@ -149,7 +149,6 @@ class Verifier {
         break;
       case Typing::cluster_reduce:
         if (!(arg(0) == kF32) || !(*r == arg(0))) fail(in, "cluster reductions take and give an f32 scalar");
-        if (loop_depth_ > 0) fail(in, "cluster reductions cannot be inside a loop (every program must reach each one)");
         break;
       case Typing::stage_write:
       case Typing::stage_load:

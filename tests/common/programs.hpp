@@ -3,6 +3,10 @@
 // needed.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "dsl/tl.hpp"
 #include "kernels/layernorm/layernorm.hpp"
 #include "kernels/softmax/softmax.hpp"
@@ -46,6 +50,34 @@ inline void group_total_program(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out) {
   auto top = tl::cluster_max(tl::max(x));
   tl::store(out + pid * 2, total);
   tl::store(out + pid * 2 + 1, top);
+}
+
+/// Rows of `size` x 32 elements of `in`, one a cluster of `size` programs at a time: cluster c takes rows
+/// c, c + G, ... (G clusters), each program its 32 elements of the row; their sum and max over the
+/// cluster, cluster reductions inside a loop, go to out[2 i] and out[2 i + 1] for each element block i.
+inline void cluster_rows_program(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> rows, tl::Scalar<tl::i32> size) {
+  auto pid = tl::program_id(0);
+  auto rank = pid % size;
+  tl::for_range(pid / size, rows, tl::num_programs(0) / size, [&](tl::Scalar<tl::i32> row) {
+    auto block = row * size + rank;
+    auto x = tl::load(in + block * 32 + tl::arange<32>());
+    tl::store(out + block * 2, tl::cluster_sum(tl::sum(x)));
+    tl::store(out + block * 2 + 1, tl::cluster_max(tl::max(x)));
+  });
+}
+
+/// What cluster_rows_program writes for `rows` rows over clusters of `size`, in float64.
+inline std::vector<double> cluster_rows_expected(const std::vector<float>& in, int rows, int size) {
+  std::vector<double> out(static_cast<std::size_t>(rows) * size * 2);
+  for (int r = 0; r < rows; ++r) {
+    double sum = 0, top = -INFINITY;
+    for (int i = 0; i < size * 32; ++i) {
+      sum += in[static_cast<std::size_t>(r) * size * 32 + i];
+      top = std::max<double>(top, in[static_cast<std::size_t>(r) * size * 32 + i]);
+    }
+    for (int k = 0; k < size; ++k) out[(r * size + k) * 2] = sum, out[(r * size + k) * 2 + 1] = top;
+  }
+  return out;
 }
 
 /// KernelOptions of group_total_program over resident groups: one warp per program.

@@ -78,6 +78,33 @@ TEST_F(Gpu, IntOpsMatchInterpreterExactly) {
   for (int i = 0; i < n; ++i) EXPECT_EQ(interp_wide[i], std::int64_t{a[i]} * b[i]);
 }
 
+// Cluster reductions inside a loop on the GPU (each alternating between two slots), against float64 and
+// the interpreter: clusters of 2 to 8 striding over more rows than they are, as many, and fewer.
+TEST_F(Gpu, ClusterReductionsInsideLoops) {
+  for (int size : {2, 4, 8}) {
+    Kernel<&test::cluster_rows_program> k("gpu_cluster_rows", KernelOptions{1, {"in", "out", "rows", "size"}, 0, size});
+    const int rows = 1000;
+    std::vector<float> in(static_cast<std::size_t>(rows) * size * 32);
+    std::mt19937 gen(size);
+    std::normal_distribution<float> dist;
+    for (float& x : in) x = dist(gen);
+    const auto expect = test::cluster_rows_expected(in, rows, size);
+    DeviceBuffer<float> din(in), dout(expect.size());
+    for (int clusters : {1, 132, 1000, 1500}) {
+      SCOPED_TRACE(std::to_string(clusters) + " clusters of " + std::to_string(size));
+      std::vector<float> interp(expect.size(), std::nanf(""));
+      k.launch({{clusters * size}, Backend::interpreter}, in, interp, rows, size);
+      dout.fill_bytes(0xff);
+      k.launch({{clusters * size}, Backend::gpu}, din, dout, rows, size);
+      const auto got = dout.download();
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_NEAR(got[i], expect[i], 1e-5 * (1 + std::abs(expect[i]))) << "element " << i;
+        ASSERT_NEAR(got[i], interp[i], 1e-5 * (1 + std::abs(expect[i]))) << "element " << i;
+      }
+    }
+  }
+}
+
 // Cluster reductions over resident groups of any size on the GPU (a cooperative launch, the barrier and
 // values in global memory), against the interpreter; launched twice, so the barrier words left by one
 // launch serve the next; and a grid larger than the GPU holds at once is an error, not a hang.

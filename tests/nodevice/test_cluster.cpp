@@ -1,12 +1,13 @@
 // Thread-block clusters and resident groups: cluster reductions in the interpreter (programs in
 // lockstep), the generated barriers and distributed shared memory reads (or, over resident groups, the
-// barrier and values in global memory), the verifier keeping them out of loops, and the cluster and
-// resident softmax and LayerNorm against float64.
+// barrier and values in global memory), cluster reductions inside loops, and the cluster and resident
+// softmax and LayerNorm against float64.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
+#include "backend/interp/interp.hpp"
 #include "dsl/tl.hpp"
 #include "kernels/reference.hpp"
 #include "kernels/softmax/softmax.hpp"
@@ -27,11 +28,22 @@ void cluster_total_program(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out) {
   tl::store(out + pid * 2 + 1, top);
 }
 
-void cluster_in_loop_program(tl::Ptr<tl::f32> out) {
-  auto [s] = tl::for_range(0, 4, 1, std::tuple{tl::scalar<tl::f32>(0.0)}, [&](auto, auto acc) {
+// Each program of the cluster runs as many iterations as its rank + 1: the programs part at the loop's
+// cluster reduction, which the interpreter reports (on the GPU they would wait at the barrier).
+void cluster_apart_program(tl::Ptr<tl::f32> out) {
+  auto [s] = tl::for_range(0, tl::program_id(0) + 1, 1, std::tuple{tl::scalar<tl::f32>(0.0)}, [&](auto, auto acc) {
     return std::tuple{acc + tl::cluster_sum(tl::scalar<tl::f32>(1.0))};
   });
-  tl::store(out, s);
+  tl::store(out + tl::program_id(0), s);
+}
+
+// One cluster reduction in a loop (the same slot pair every iteration) over the programs' values of
+// `in`, accumulated: with values whose f32 sum depends on the order, the interpreter's rank order shows.
+void cluster_loop_sum_program(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> n) {
+  auto [s] = tl::for_range(0, n, 1, std::tuple{tl::scalar<tl::f32>(0.0)}, [&](auto, auto acc) {
+    return std::tuple{acc + tl::cluster_sum(tl::load(in + tl::program_id(0)))};
+  });
+  tl::store(out + tl::program_id(0), s);
 }
 }  // namespace
 
@@ -94,10 +106,74 @@ TEST(Cluster, GeneratedCodeUsesClusterBarriersAndDistributedSharedMemory) {
   EXPECT_LE(bf16.spill_bytes, 32) << bf16.ptxas_log;
 }
 
-TEST(Cluster, ReductionsInsideLoopsAreRejected) {
-  // The verifier refuses it when the program is built (programs whose loops run different trip counts
-  // would wait at the cluster barrier for ever).
-  EXPECT_THROW((Kernel<&cluster_in_loop_program>("cluster_in_loop", KernelOptions{1, {"out"}, 0, 2})), std::logic_error);
+TEST(Cluster, ReductionsInsideLoopsCombineEachIteration) {
+  // Clusters striding over rows: every iteration's reductions combine that row's programs (the interpreter
+  // runs each program of a cluster on a thread of its own, taking turns).
+  for (int size : {1, 2, 3, 4}) {
+    SCOPED_TRACE("clusters of " + std::to_string(size));
+    Kernel<&test::cluster_rows_program> k("cluster_rows", KernelOptions{1, {"in", "out", "rows", "size"}, 0, size});
+    const int rows = 7;
+    std::vector<float> in(static_cast<std::size_t>(rows) * size * 32);
+    std::mt19937 gen(size);
+    std::normal_distribution<float> dist;
+    for (float& x : in) x = dist(gen);
+    const auto expect = test::cluster_rows_expected(in, rows, size);
+    for (int clusters : {1, 3, 7, 9}) {  // fewer clusters than rows, as many, more
+      std::vector<float> out(expect.size(), std::nanf(""));
+      k.launch({{clusters * size}, Backend::interpreter}, in, out, rows, size);
+      for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expect[i], 1e-5 * (1 + std::abs(expect[i]))) << clusters << " clusters, element " << i;
+    }
+  }
+}
+
+TEST(Cluster, LoopedReductionsKeepTheCallersSettings) {
+  // Rank order: 1e8 + 1 - 1e8 + 1 is 1 from rank 0 and 0 from the last rank (reordered_sums), so the
+  // setting of the calling thread holds in the programs' threads.
+  Kernel<&cluster_loop_sum_program> k("cluster_loop_sum", KernelOptions{1, {"in", "out", "n"}, 0, 4});
+  std::vector<float> in{1e8f, 1.f, -1e8f, 1.f}, out(4, std::nanf(""));
+  k.launch({{4}, Backend::interpreter}, in, out, 2);
+  for (float v : out) EXPECT_EQ(v, 2.f);
+  interp::set_reordered_sums(true);
+  k.launch({{4}, Backend::interpreter}, in, out, 2);
+  interp::set_reordered_sums(false);
+  for (float v : out) EXPECT_EQ(v, 0.f);
+}
+
+TEST(Cluster, ProgramsThatPartAtALoopedReductionAreReported) {
+  Kernel<&cluster_apart_program> k("cluster_apart", KernelOptions{1, {"out"}, 0, 2});
+  std::vector<float> out(4);
+  try {
+    k.launch({{4}, Backend::interpreter}, out);
+    ADD_FAILURE() << "no error";
+  } catch (const interp::InterpreterError& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 'cluster_apart': the programs of a cluster reached different cluster reductions (rank 0 "
+                                         "its end, rank 1 '"),
+              std::string::npos) << e.what();
+  }
+  // A program's own error inside the loop stops the others too (no thread is left waiting).
+  Kernel<&test::cluster_rows_program> rows("cluster_rows", KernelOptions{1, {"in", "out", "rows", "size"}, 0, 2});
+  std::vector<float> in(2 * 32), small(4);
+  EXPECT_THROW(rows.launch({{4}, Backend::interpreter}, in, small, 2, 2), interp::InterpreterError);
+}
+
+TEST(Cluster, LoopedReductionsAlternateSlotsAndArriveAfterTheLoop) {
+  Kernel<&test::cluster_rows_program> k("cluster_rows", KernelOptions{1, {"in", "out", "rows", "size"}, 0, 4});
+  const std::string src = k.program().cuda_source(k.program().default_specialization());
+  EXPECT_NE(src.find("unsigned tf_cluster_round = 0;"), std::string::npos) << src;
+  EXPECT_EQ(test::occurrences(src, "[tf_cluster_round & 1u]"), 6u) << src;  // each reduction: write, read rank 0, read the rest
+  EXPECT_EQ(test::occurrences(src, "++tf_cluster_round;"), 2u) << src;
+  // The one arrival follows the loop, and the wait ends the kernel.
+  EXPECT_EQ(test::occurrences(src, "  tf_cluster_arrive();"), 1u) << src;
+  EXPECT_NE(src.find("\n  }\n  tf_cluster_arrive();"), std::string::npos) << src;
+  EXPECT_GT(src.find("\n  }\n  tf_cluster_arrive();"), src.rfind("tf_cluster_read(")) << src;
+  EXPECT_NE(src.find("tf_cluster_wait();\n}\n"), std::string::npos) << src;
+  const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+  // Over resident groups, a looped reduction has no slot of its own in the workspace: refused.
+  KernelOptions groups{1, {"in", "out", "rows", "size"}};
+  groups.resident_groups = true;
+  Kernel<&test::cluster_rows_program> g("cluster_rows_groups", groups);
+  EXPECT_THROW(g.program().cuda_source(g.program().default_specialization()), std::invalid_argument);
 }
 
 TEST(Cluster, SoftmaxRefusesRowsWiderThanEightPrograms) {
