@@ -21,11 +21,16 @@ void Emitter::loop(const ir::Instr& in) {
   // Copies from before the loop into a stage the body accesses but does not copy into are waited for
   // once, before it, rather than at that access in every iteration.
   bool wait_before = false;
-  for (std::size_t k = 0; k < copies_pending_.size(); ++k) wait_before = wait_before || (copies_pending_[k] && body_accesses[k] && !body_copies[k]);
-  if (wait_before) {
-    os_ << "  tf_copy_wait();\n";
-    std::fill(copies_pending_.begin(), copies_pending_.end(), false);
-  }
+  for (std::size_t k = 0; k < body_copies.size(); ++k) wait_before = wait_before || (copies_.pending(k) && body_accesses[k] && !body_copies[k]);
+  if (wait_before) wait_all_copies();
+  // A body that copies starts and ends with no group open, so that the copy state where the loop starts
+  // joins the one where an iteration ends: the body starts from the entry's state joined with its own
+  // copies in flight (at least 0 groups after them, the bound that holds for any iteration's end).
+  const bool copies = std::find(body_copies.begin(), body_copies.end(), true) != body_copies.end();
+  if (copies) commit_copies();
+  const CopyState entry = copies_;
+  for (std::size_t k = 0; k < body_copies.size(); ++k)
+    if (body_copies[k]) copies_.after[k] = 0;
   const std::size_t carried = in.block_args.size() - 1;
   for (std::size_t k = 0; k < carried; ++k) declare_copy(in.block_args[k + 1], in.args[k + 3]);
   os_ << "  for (int " << v(in.block_args[0]) << " = " << v(in.args[0]) << "; " << v(in.block_args[0]) << " < " << v(in.args[1])
@@ -33,13 +38,10 @@ void Emitter::loop(const ir::Instr& in) {
   std::ostringstream body;
   std::swap(os_, body);
   ++loop_depth_;
-  // A copy in the body may still be in flight when the next iteration starts, and when the loop ends.
-  auto add_body_copies = [&] {
-    for (std::size_t k = 0; k < copies_pending_.size(); ++k) copies_pending_[k] = copies_pending_[k] || body_copies[k];
-  };
-  add_body_copies();
   for (const ir::Instr& b : in.body) instr(b);
-  add_body_copies();
+  if (copies) commit_copies();
+  // After the loop: where its last iteration ended, or where it started (no iteration).
+  copies_.join(entry);
   os_ << "  // yield" << (in.yields.empty() ? "" : " %");
   for (std::size_t k = 0; k < carried; ++k) os_ << (k ? ", %" : "") << in.yields[k];
   os_ << "\n";

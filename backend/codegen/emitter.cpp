@@ -40,7 +40,7 @@ std::string Emitter::run() {
   declare_stages();
   for (const ir::Instr& in : fn_.body) instr(in);
   // Copies issued ahead that no access waited for (a loop's last prefetch, masked off) land before exit.
-  if (std::find(copies_pending_.begin(), copies_pending_.end(), true) != copies_pending_.end()) os_ << "  tf_copy_wait();\n";
+  wait_all_copies();
   // The other blocks may still read this block's slots: it leaves only when all have passed their last read.
   if (cluster) os_ << "  tf_cluster_wait();\n";
   os_ << "}\n";

@@ -70,6 +70,12 @@ class Emitter {
   void stage_access(const ir::Instr& in);
   void stage_barrier(const ir::Instr& in);
   void stage_sync(const ir::Instr& in);
+  /// Copies in flight (CopyState): closes the open group (cp.async.commit_group), if any.
+  void commit_copies();
+  /// Waits until this thread's copies into stage k have landed (as few groups as the state allows).
+  void wait_for_copies(int k);
+  /// Waits for every copy in flight.
+  void wait_all_copies();
   /// The once-per-tile bounds test of a stage access ("" when none is needed).
   std::string tile_in(const ir::Instr& in, const passes::AccessPlan& p) const;
   /// The per-element bounds test of a stage access ("" when the plan decides per tile).
@@ -91,10 +97,20 @@ class Emitter {
   bool arrive_after_loop_ = false;    // the last cluster reduction was inside a loop: arrive once it ends
   int group_reductions_ = 0;         // resident-group reductions emitted so far (each has its workspace row)
   int loop_depth_ = 0;
-  // Per stage: a copy into it may be in flight at this point of the emitted code. A wait (cp.async's
-  // wait_all) lands every copy, but only an access of a stage with copies in flight waits, so that a copy
-  // issued ahead into one stage overlaps reads of the others.
-  std::vector<bool> copies_pending_;
+  // The copies that may be in flight at this point of the emitted code, by stage: copied since the last
+  // commit (open), or committed with at least `after` committed groups issued after its newest one (-1:
+  // none in flight). Only an access of a stage with copies in flight waits, for as few groups as this
+  // bound allows (cp.async.wait_group after), so that a copy issued ahead into one stage overlaps the reads
+  // of others; where nothing was committed, the wait is for all (cp.async.wait_all).
+  struct CopyState {
+    std::vector<bool> open;
+    std::vector<int> after;
+    bool pending(std::size_t k) const { return open[k] || after[k] >= 0; }
+    bool any() const;
+    /// The state where control flow from this one and `other` joins (neither open): the bound of each.
+    void join(const CopyState& other);
+  };
+  CopyState copies_;
   std::ostringstream os_;
 
  public:

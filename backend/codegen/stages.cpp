@@ -25,7 +25,8 @@ int stage_of(const ir::Instr& in) { return in.as<ir::attr::StageRef>().stage; }
 // Stages live in the block's dynamic shared memory (the runtime passes ir::stage_bytes per program, times
 // the programs a block packs), each 16-byte aligned so that runs move as 16-byte accesses.
 void Emitter::declare_stages() {
-  copies_pending_.assign(fn_.stages.size(), false);
+  copies_.open.assign(fn_.stages.size(), false);
+  copies_.after.assign(fn_.stages.size(), -1);
   if (fn_.stages.empty()) return;
   const std::int64_t per_program = ir::stage_bytes(fn_.stages);
   os_ << "  extern __shared__ __align__(16) unsigned char tf_shared[];\n";
@@ -47,14 +48,51 @@ void Emitter::stage_barrier(const ir::Instr& in) {
   if (!a_.stage_owned[stage_of(in)]) os_ << "  " << (packed_ ? "__syncwarp()" : "__syncthreads()") << ";\n";
 }
 
+bool Emitter::CopyState::any() const {
+  for (std::size_t k = 0; k < open.size(); ++k)
+    if (pending(k)) return true;
+  return false;
+}
+
+void Emitter::CopyState::join(const CopyState& other) {
+  for (std::size_t k = 0; k < after.size(); ++k)
+    if (other.after[k] >= 0) after[k] = after[k] >= 0 ? std::min(after[k], other.after[k]) : other.after[k];
+}
+
+void Emitter::commit_copies() {
+  if (std::find(copies_.open.begin(), copies_.open.end(), true) == copies_.open.end()) return;
+  os_ << "  tf_copy_commit();\n";
+  for (std::size_t k = 0; k < copies_.open.size(); ++k) {
+    if (copies_.open[k]) copies_.after[k] = 0;
+    else if (copies_.after[k] >= 0) ++copies_.after[k];
+    copies_.open[k] = false;
+  }
+}
+
+void Emitter::wait_all_copies() {
+  if (!copies_.any()) return;
+  os_ << "  tf_copy_wait();\n";
+  std::fill(copies_.open.begin(), copies_.open.end(), false);
+  std::fill(copies_.after.begin(), copies_.after.end(), -1);
+}
+
+void Emitter::wait_for_copies(int k) {
+  if (!copies_.pending(k)) return;
+  // Its newest copies are the newest group (open, or committed last with none open after them): all.
+  const bool open = std::find(copies_.open.begin(), copies_.open.end(), true) != copies_.open.end();
+  if (copies_.open[k] || (copies_.after[k] == 0 && !open)) return wait_all_copies();
+  commit_copies();
+  const int groups = copies_.after[k];
+  os_ << "  tf_copy_wait_groups<" << groups << ">();  // this thread's copies into stage @" << k << " have landed\n";
+  for (int& a : copies_.after)
+    if (a >= groups) a = -1;  // the groups that wait leaves in flight are the newest ones
+}
+
 // Before a stage access: this thread's copies into that stage must have landed (and, for a stage read
 // across threads, everyone's: the barrier follows the wait). Copies in flight into other stages need no
-// wait here; the wait lands them too (it is for all of this thread's copies).
+// wait here where a later commit separates them.
 void Emitter::stage_sync(const ir::Instr& in) {
-  if (copies_pending_[stage_of(in)]) {
-    os_ << "  tf_copy_wait();\n";
-    std::fill(copies_pending_.begin(), copies_pending_.end(), false);
-  }
+  wait_for_copies(stage_of(in));
   stage_barrier(in);
 }
 
@@ -114,13 +152,13 @@ void Emitter::stage_copy(const ir::Instr& in) {
         << bounds_.checked(p + "[e0]", in, in.args[1], 1, "tf_run != 0u") << ", __popc(tf_run) * " << bytes << "u);\n";
     os_ << "      else\n#pragma unroll\n        for (int e = e0; e < e0 + " << W << "; ++e) " << base << "[" << off << " + " << index_expr(l)
         << "] = " << v(in.args[2]) << "[e] ? *" << one << " : (" << S << ")0;\n    }\n  }\n";
-    copies_pending_[stage_of(in)] = true;
+    copies_.open[stage_of(in)] = true;
     return;
   }
   const std::string on = masked ? v(in.args[2]) + "[e0]" : std::string("true");
   os_ << " tf_copy_async<" << W * bytes << ">(" << base << " + " << off << " + " << index_expr(l, "e0") << ", "
       << bounds_.checked(p + "[e0]", in, in.args[1], W, on) << ", " << on << ");\n";
-  copies_pending_[stage_of(in)] = true;
+  copies_.open[stage_of(in)] = true;
 }
 
 // Stage stores and loads (element offset + i for the tile's element i) and scatters and gathers (element

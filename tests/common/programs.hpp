@@ -80,6 +80,24 @@ inline std::vector<double> cluster_rows_expected(const std::vector<float>& in, i
   return out;
 }
 
+/// Blocks of 256 elements of `in` (n of them) doubled into `out` through two stages in turn, program p
+/// taking blocks p, p + G, ... (G programs) two at a time: the next block's copy is issued into one stage
+/// while the other is read, so a wait for one stage leaves the other's copy in flight (cp.async groups).
+inline void double_buffer_program(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out, tl::Scalar<tl::i32> n) {
+  tl::Stage<tl::f32, 256> a, b;
+  auto idx = tl::arange<256>();
+  auto g = tl::num_programs(0);
+  auto block_mask = [&](tl::Scalar<tl::i32> block) { return idx < tl::where(block < n, tl::scalar<tl::i32>(256), tl::scalar<tl::i32>(0)); };
+  a.copy(0, in + tl::program_id(0) * 256 + idx, block_mask(tl::program_id(0)));
+  tl::for_range(tl::program_id(0), n, g * 2, [&](tl::Scalar<tl::i32> block) {
+    auto next = block + g;
+    b.copy(0, in + next * 256 + idx, block_mask(next));
+    tl::store(out + block * 256 + idx, a.load<256>(0) * 2.0);
+    a.copy(0, in + (next + g) * 256 + idx, block_mask(next + g));
+    tl::store(out + next * 256 + idx, b.load<256>(0) * 2.0, block_mask(next));
+  });
+}
+
 /// KernelOptions of group_total_program over resident groups: one warp per program.
 inline KernelOptions resident_group_options() {
   KernelOptions o{1, {"in", "out"}};

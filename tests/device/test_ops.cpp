@@ -78,6 +78,25 @@ TEST_F(Gpu, IntOpsMatchInterpreterExactly) {
   for (int i = 0; i < n; ++i) EXPECT_EQ(interp_wide[i], std::int64_t{a[i]} * b[i]);
 }
 
+// Two stages in turn on the GPU: each read waits for its own stage's group of copies while the other's
+// stays in flight (double_buffer_program); a wait for too few groups would read stale blocks.
+TEST_F(Gpu, TwoStagesInTurnLandBeforeTheirReads) {
+  Kernel<&test::double_buffer_program> k("gpu_double_buffer", KernelOptions{2, {"in", "out", "n"}});
+  for (int n : {1, 7, 5000})
+    for (int programs : {1, 3, 132, 6000}) {
+      SCOPED_TRACE(std::to_string(n) + " blocks, " + std::to_string(programs) + " programs");
+      std::vector<float> x(static_cast<std::size_t>(n) * 256);
+      std::mt19937 gen(n + programs);
+      std::normal_distribution<float> dist;
+      for (float& v : x) v = dist(gen);
+      DeviceBuffer<float> din(x), dout(x.size());
+      dout.fill_bytes(0xff);
+      k.launch({{programs}, Backend::gpu}, din, dout, n);
+      const auto got = dout.download();
+      for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], 2 * x[i]) << "element " << i;
+    }
+}
+
 // Cluster reductions inside a loop on the GPU (each alternating between two slots), against float64 and
 // the interpreter: clusters of 2 to 8 striding over more rows than they are, as many, and fewer.
 TEST_F(Gpu, ClusterReductionsInsideLoops) {

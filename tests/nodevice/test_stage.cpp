@@ -203,3 +203,28 @@ TEST(Stage, GatherAndScatterInTheInterpreterAndTheGeneratedCode) {
   const auto info = t.program().compile(t.program().default_specialization(), "sm_90");
   EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
 }
+
+TEST(Stage, TwoStagesInTurnWaitOnlyForTheOneRead) {
+  // double_buffer_program: in the loop, each stage's read waits for the older of two groups of copies
+  // (the other stage's copy, issued just before, stays in flight); every iteration and the loop's entry
+  // close their groups, so the bound holds from either; the kernel ends waiting for what is left.
+  Kernel<&test::double_buffer_program> k("double_buffer", KernelOptions{2, {"in", "out", "n"}});
+  const std::string src = k.program().cuda_source(k.program().default_specialization());
+  const std::size_t loop = src.find("  for (int v"), end = src.rfind("\n  }\n");
+  ASSERT_NE(loop, std::string::npos) << src;
+  const std::string body = src.substr(loop, end - loop);
+  EXPECT_EQ(test::occurrences(body, "tf_copy_wait_groups<1>();"), 2u) << body;
+  EXPECT_EQ(test::occurrences(body, "tf_copy_wait();"), 0u) << body;
+  EXPECT_EQ(test::occurrences(src, "tf_copy_wait();"), 1u) << src;
+  EXPECT_LT(body.find("tf_copy_commit();"), body.find("tf_copy_wait_groups<1>();")) << body;
+  const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+  // The interpreter's results: every block doubled, for grids of fewer programs than blocks and more.
+  for (int n : {1, 7, 64})
+    for (int programs : {1, 3, 100}) {
+      auto x = reference::random_vector<float>(static_cast<std::size_t>(n) * 256, n);
+      std::vector<float> y(x.size(), std::nanf(""));
+      k.launch({{programs}, Backend::interpreter}, x, y, n);
+      for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], 2 * x[i]) << n << " blocks, " << programs << " programs, element " << i;
+    }
+}

@@ -1,7 +1,7 @@
 //! Asynchronous copies, emitted only into kernels that copy into stages: a copy of 4, 8 or 16 bytes
 //! from global to shared memory that does not wait for the data (cp.async, sm_80 and later; `on` false
 //! writes zeros and reads nothing; tf_copy_async_prefix reads only the first `n` bytes and writes zeros
-//! after them), and the wait for all of this thread's copies.
+//! after them), the wait for all of this thread's copies, and groups of copies (commit, wait for the older).
 // ---- tilefuse asynchronous copies ----
 template <int Bytes> struct alignas(Bytes) tf_chunk { unsigned w[Bytes / 4]; };
 template <int Bytes> __device__ __forceinline__ void tf_copy_async(void* dst, const void* src, bool on) {
@@ -34,5 +34,17 @@ template <int Bytes> __device__ __forceinline__ void tf_copy_async_prefix(void* 
 __device__ __forceinline__ void tf_copy_wait() {
 #if __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+// Closes this thread's group of copies issued since the last one, and waits until at most N of its newest
+// groups are in flight (the older ones have landed).
+__device__ __forceinline__ void tf_copy_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void tf_copy_wait_groups() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
 #endif
 }
