@@ -1,6 +1,7 @@
 // Lowering of loops: for (iv = lo; iv < hi; iv += step) with the carried values in variables named after
 // the block arguments; yields go through temporaries first, so that carried values swap correctly.
-// Stage copies in flight are waited for where the loop first needs a stage.
+// Stage copies from before the loop into stages its body reads but does not copy into are waited for once,
+// before it; groups of copies (stages.cpp) are closed where the loop starts and where each iteration ends.
 #include <algorithm>
 
 #include "backend/codegen/emitter.hpp"
@@ -20,14 +21,15 @@ void Emitter::loop(const ir::Instr& in) {
   });
   // Copies from before the loop into a stage the body accesses but does not copy into are waited for
   // once, before it, rather than at that access in every iteration.
-  bool wait_before = false;
-  for (std::size_t k = 0; k < body_copies.size(); ++k) wait_before = wait_before || (copies_.pending(k) && body_accesses[k] && !body_copies[k]);
-  if (wait_before) wait_all_copies();
-  // A body that copies starts and ends with no group open, so that the copy state where the loop starts
-  // joins the one where an iteration ends: the body starts from the entry's state joined with its own
-  // copies in flight (at least 0 groups after them, the bound that holds for any iteration's end).
+  for (std::size_t k = 0; k < body_copies.size(); ++k)
+    if (body_accesses[k] && !body_copies[k]) wait_for_copies(static_cast<int>(k));
+  // A loop whose body copies opens with a group of its own (empty if nothing is open: it still counts, so
+  // that copies from before the loop have a group after them whether or not the body runs), and each
+  // iteration ends committing its copies, so that the state where the loop starts joins the one where an
+  // iteration ends: the body starts from the entry's state with its own copies in flight (at least 0
+  // groups after them, the bound that holds at any iteration's end).
   const bool copies = std::find(body_copies.begin(), body_copies.end(), true) != body_copies.end();
-  if (copies) commit_copies();
+  if (copies) commit_copies(/*even_empty=*/true);
   const CopyState entry = copies_;
   for (std::size_t k = 0; k < body_copies.size(); ++k)
     if (body_copies[k]) copies_.after[k] = 0;

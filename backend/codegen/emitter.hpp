@@ -70,8 +70,9 @@ class Emitter {
   void stage_access(const ir::Instr& in);
   void stage_barrier(const ir::Instr& in);
   void stage_sync(const ir::Instr& in);
-  /// Copies in flight (CopyState): closes the open group (cp.async.commit_group), if any.
-  void commit_copies();
+  /// Copies in flight (CopyState): closes the open group (cp.async.commit_group), if any; with
+  /// `even_empty`, closes one in any case (an empty group counts as one).
+  void commit_copies(bool even_empty = false);
   /// Waits until this thread's copies into stage k have landed (as few groups as the state allows).
   void wait_for_copies(int k);
   /// Waits for every copy in flight.

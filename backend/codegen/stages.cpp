@@ -59,8 +59,8 @@ void Emitter::CopyState::join(const CopyState& other) {
     if (other.after[k] >= 0) after[k] = after[k] >= 0 ? std::min(after[k], other.after[k]) : other.after[k];
 }
 
-void Emitter::commit_copies() {
-  if (std::find(copies_.open.begin(), copies_.open.end(), true) == copies_.open.end()) return;
+void Emitter::commit_copies(bool even_empty) {
+  if (!even_empty && std::find(copies_.open.begin(), copies_.open.end(), true) == copies_.open.end()) return;
   os_ << "  tf_copy_commit();\n";
   for (std::size_t k = 0; k < copies_.open.size(); ++k) {
     if (copies_.open[k]) copies_.after[k] = 0;
