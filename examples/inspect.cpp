@@ -7,7 +7,7 @@
 //   inspect [--kernel softmax|softmax_unfused|layernorm|rmsnorm|epilogue|epilogue_unfused|attention|
 //                     attention_naive|matmul]
 //           [--variant automatic|one_program|looped|split|cluster|staged|resident] [--splits N]
-//           [--peel 0|1] [--pack-rows 0|1] [--stage-rows 0|1] [--stage-stores 0|1] [--stride-rows 0|1] [--rows-ahead 0|1] [--shift-affine 0|1]
+//           [--peel 0|1] [--pack-rows 0|1] [--stage-rows 0|1] [--stage-stores 0|1] [--stride-rows 0|1] [--rows-ahead 0|1] [--stride-stages 0|1] [--shift-affine 0|1]
 //           [--constant-cols 0|1] [--resident-threads T]                      (row kernels' knobs)
 //           [--dtype f32|f16|bf16] [--rows R] [--cols N]              (row kernels: R rows of N elements)
 //           [--batch B] [--heads H] [--seq S] [--head-dim D] [--causal 0|1]            (attention)
@@ -81,6 +81,7 @@ void call(const std::map<std::string, std::string>& f) {
   knob("--constant-cols", opt.tuning.constant_cols);
   knob("--stride-rows", opt.tuning.stride_rows);
   knob("--rows-ahead", opt.tuning.rows_ahead);
+  knob("--stride-stages", opt.tuning.stride_stages);
   knob("--shift-affine", opt.tuning.shift_affine);
   if (f.count("--resident-threads")) opt.tuning.resident_threads = static_cast<int>(num("--resident-threads", 0));
   FakeMemory mem;
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
     }
     static const char* known[] = {"--kernel", "--variant", "--splits", "--dtype", "--rows", "--cols", "--batch", "--heads", "--seq",
                                   "--head-dim", "--causal", "--m", "--n", "--k", "--gelu", "--index", "--arch", "--sms", "--only", "--cubin",
-                                  "--peel", "--pack-rows", "--stage-rows", "--stage-stores", "--stride-rows", "--rows-ahead", "--shift-affine",
+                                  "--peel", "--pack-rows", "--stage-rows", "--stage-stores", "--stride-rows", "--rows-ahead", "--stride-stages", "--shift-affine",
                                   "--constant-cols", "--resident-threads"};
     for (const auto& [k, v] : flags)
       if (std::find(std::begin(known), std::end(known), k) == std::end(known)) throw std::invalid_argument("inspect: unknown flag " + k);

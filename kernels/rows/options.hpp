@@ -77,6 +77,11 @@ struct Tuning {
   /// and stored (layernorm_strided_program's AHEAD), so that a program keeps a row in flight through its
   /// arithmetic; the rule is no until the GPU's A/B says otherwise (tune_layernorm's space holds both).
   std::optional<bool> rows_ahead;
+  /// Whether the staged kernels' programs (or clusters) stride over rows through two stages in turn, each
+  /// row's chunk copied while the row before is read from the other stage (softmax_staged_strided_program,
+  /// layernorm_staged_strided_program), as many as the SMs hold; the rule is no until the GPU's A/B says
+  /// otherwise.
+  std::optional<bool> stride_stages;
   /// Whether a call's launches after its first may start while the one before finishes (the split-row
   /// kernels: each group's partials read their rows while the previous group's combine kernel ends, and
   /// each combine kernel's programs are placed while its partials end; LaunchConfig::pdl, sm_90); the

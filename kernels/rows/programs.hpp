@@ -263,6 +263,19 @@ struct StagedChunk {
     auto end = PEEL ? tl::minimum(head + valid, STAGE) : valid;
     return StagedChunk{pid, row, start, cols, base, head, end};
   }
+  /// Program pid's chunk of row `row` (pid % splits), empty past the matrix's n_rows rows (no piece to
+  /// copy, read or write): for programs that stride over rows.
+  static StagedChunk at(tl::Scalar<tl::i32> row, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk,
+                        tl::Scalar<tl::i32> splits, tl::Scalar<tl::i32> n_rows) {
+    auto pid = tl::program_id(0);
+    auto start = (pid % splits) * chunk;
+    auto zero = tl::scalar<tl::i32>(0);
+    auto valid = tl::where(row < n_rows, tl::minimum(tl::maximum(tl::minimum(chunk, n - start), 0), STAGE), zero);
+    auto cols = tl::arange<PIECE>();
+    auto [base, head] = PEEL ? row_window<T>(row * stride + start) : RowWindow{row * stride + start, zero};
+    auto end = PEEL ? tl::where(valid > 0, tl::minimum(head + valid, STAGE), zero) : valid;
+    return StagedChunk{pid, row, start, cols, base, head, end};
+  }
   /// for_row_pieces over the chunk's pieces: only those that hold its ends are masked.
   template <class... C, class Body>
   std::tuple<C...> pieces(const std::tuple<C...>& init, Body&& body) const {

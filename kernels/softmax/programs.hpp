@@ -292,19 +292,12 @@ void softmax_cluster_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> 
 /// log2(e), for exponentials taken as exp2.
 inline constexpr double kLog2e = 1.4426950408889634;
 
-/// Softmax of rows staged through shared memory, read from global memory once: each program's chunk of a
-/// row (StagedChunk: one program per row, or a thread-block cluster or resident group per row that
-/// combines max and sum through tl::cluster_max / tl::cluster_sum; rows from first_row) is copied into a
-/// stage of STAGE elements, then pass 1 takes the max from the stage, pass 2 sums exp(x - max), pass 3
-/// writes exp(x - max) / sum. Only PIECE columns are in registers at a time, and only the pieces that hold
-/// the chunk's ends are masked. With PEEL the chunk is copied from the vector boundary before it
-/// (row_window), for rows that are not whole vectors.
-template <class T, int STAGE, int PIECE, bool PEEL = false>
-void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
-                            tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::i32> first_row) {
-  const auto part = StagedChunk<T, STAGE, PIECE, PEEL>::of(stride, n_cols, chunk, splits, first_row);
-  tl::Stage<T, STAGE> stage;
-  part.copy(stage, in);
+/// The softmax of the chunk `part` (StagedChunk) whose elements `stage` holds, written to `out`: pass 1
+/// takes the max from the stage, pass 2 sums exp(x - max), pass 3 writes exp(x - max) / sum; max and sum
+/// combine over the cluster (tl::cluster_max / tl::cluster_sum). Only PIECE columns are in registers at a
+/// time, and only the pieces that hold the chunk's ends are masked.
+template <class T, int STAGE, int PIECE, bool PEEL>
+void softmax_staged_chunk(const StagedChunk<T, STAGE, PIECE, PEEL>& part, const tl::Stage<T, STAGE>& stage, tl::Ptr<T> out) {
   // Stage elements off the row read as -inf: the max ignores them and their exp adds 0.
   auto piece = [&](auto from, const PieceMask<PIECE>& in_row) {
     return in_row.in_row(tl::cast<tl::f32>(stage.template load<PIECE>(from)), -tl::inf);
@@ -324,6 +317,41 @@ void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> s
     auto y = tl::cast<T>(tl::exp2((x - row_max) * kLog2e - log2_sum));
     in_row.access([&](const auto&... mask) { tl::store(out + part.base + from + part.cols, y, mask...); });
     return std::tuple<>{};
+  });
+}
+
+/// Softmax of rows staged through shared memory, read from global memory once: each program's chunk of a
+/// row (StagedChunk: one program per row, or a thread-block cluster or resident group per row that
+/// combines max and sum through tl::cluster_max / tl::cluster_sum; rows from first_row) is copied into a
+/// stage of STAGE elements, then softmax_staged_chunk. With PEEL the chunk is copied from the vector
+/// boundary before it (row_window), for rows that are not whole vectors.
+template <class T, int STAGE, int PIECE, bool PEEL = false>
+void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
+                            tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::i32> first_row) {
+  const auto part = StagedChunk<T, STAGE, PIECE, PEEL>::of(stride, n_cols, chunk, splits, first_row);
+  tl::Stage<T, STAGE> stage;
+  part.copy(stage, in);
+  softmax_staged_chunk(part, stage, out);
+}
+
+/// softmax_staged_program with programs (or clusters of `splits` programs) striding over rows: cluster c
+/// of G takes rows c, c + G, ... two at a time, through two stages in turn, each row's chunk copied while
+/// the row before is read from the other stage, so that a program keeps a chunk in flight through its
+/// three passes and its cluster's barriers instead of waiting for each row's copy in turn.
+template <class T, int STAGE, int PIECE, bool PEEL = false>
+void softmax_staged_strided_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
+                                    tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::i32> n_rows) {
+  using Chunk = StagedChunk<T, STAGE, PIECE, PEEL>;
+  auto at = [&](tl::Scalar<tl::i32> row) { return Chunk::at(row, stride, n_cols, chunk, splits, n_rows); };
+  const auto cluster = tl::program_id(0) / splits, clusters = tl::num_programs(0) / splits;
+  tl::Stage<T, STAGE> a, b;
+  at(cluster).copy(a, in);
+  tl::for_range(cluster, n_rows, clusters * 2, [&](tl::Scalar<tl::i32> row) {
+    const auto next = at(row + clusters);
+    next.copy(b, in);
+    softmax_staged_chunk(at(row), a, out);
+    at(row + clusters * 2).copy(a, in);
+    softmax_staged_chunk(next, b, out);
   });
 }
 

@@ -1,6 +1,7 @@
 // The staged softmax: a row (or, in a cluster of up to 8 programs on sm_90, a piece of it) copied into
-// shared memory once and read back by three passes, for f32, f16 and bf16 and every stage size; and the
-// resident one, the same program over groups of co-resident programs of any size.
+// shared memory once and read back by three passes, for f32, f16 and bf16 and every stage size, one row
+// per program (or cluster) or, with Tuning::stride_stages, programs striding over rows through two stages;
+// and the resident one, the same program over groups of co-resident programs of any size.
 #include <array>
 
 #include "kernels/softmax/launchers.hpp"
@@ -11,12 +12,24 @@ namespace tilefuse::kernels::softmax_launch {
 namespace {
 constexpr const char* kStagedParams[] = {"in", "out", "stride", "n_cols", "chunk", "splits", "first_row"};
 
+constexpr const char* kStridedParams[] = {"in", "out", "stride", "n_cols", "chunk", "splits", "n_rows"};
+
 // The staged program for `plan` and `shape` (its cluster or resident groups set), named `stem`.
 template <class T, int STAGE>
 Program& staged_program(const char* stem, const StagedPlan& plan, const KernelShape& shape) {
   auto name = [&] { return stem + std::to_string(plan.split.splits) + "_" + std::to_string(STAGE) + (plan.peel ? "_peeled" : ""); };
   return plan.peel ? kernel_for<&softmax_staged_program<T, STAGE, kStagePiece, true>>(shape, name, kStagedParams)
                    : kernel_for<&softmax_staged_program<T, STAGE, kStagePiece>>(shape, name, kStagedParams);
+}
+
+// The strided staged program (Tuning::stride_stages) for `plan` and `shape`.
+template <class T, int STAGE>
+Program& strided_program(const StagedPlan& plan, const KernelShape& shape) {
+  auto name = [&] {
+    return "softmax_staged_strided" + std::to_string(plan.split.splits) + "_" + std::to_string(STAGE) + (plan.peel ? "_peeled" : "");
+  };
+  return plan.peel ? kernel_for<&softmax_staged_strided_program<T, STAGE, kStagePiece, true>>(shape, name, kStridedParams)
+                   : kernel_for<&softmax_staged_strided_program<T, STAGE, kStagePiece>>(shape, name, kStridedParams);
 }
 }  // namespace
 
@@ -27,12 +40,20 @@ void staged(const RowCall& call, const Args& a) {
   // Rows that are not whole vectors: each chunk copied from the vector boundary before it.
   const StagedPlan plan = staged_plan(call, a.splits, bytes, 32768, peeled(call.opt.tuning, call.cols, bytes), "kernels::softmax_looped");
   const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
+  const bool strided = call.opt.tuning.stride_stages.value_or(false);
   with_float_dtype(a.in.dtype, [&]<class T>() {
     with_stage(plan.stage_cols, [&]<int STAGE>() {
-      KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), staged_warps_rule(plan.peel));
+      // Strided programs hold two stages each: as many programs an SM as those leave room for.
+      const std::int64_t program_bytes = (strided ? 2 : 1) * STAGE * element_bytes_of<T>();
+      KernelShape shape = staged_shape(call.opt.tuning, program_bytes, staged_warps_rule(plan.peel));
       shape.cluster = static_cast<int>(plan.split.splits);
-      launch(call, staged_program<T, STAGE>("softmax_staged", plan, shape), Grid(call.rows * plan.split.splits),
-             std::array{a.in, a.out, n, n, chunk, splits, i32(0)});
+      if (strided) {
+        const std::int64_t programs = strided_programs(call, shape, static_cast<int>(plan.split.splits));
+        launch(call, strided_program<T, STAGE>(plan, shape), Grid(programs), std::array{a.in, a.out, n, n, chunk, splits, i32(call.rows)});
+      } else {
+        launch(call, staged_program<T, STAGE>("softmax_staged", plan, shape), Grid(call.rows * plan.split.splits),
+               std::array{a.in, a.out, n, n, chunk, splits, i32(0)});
+      }
     });
   });
 }

@@ -80,6 +80,8 @@ const std::vector<Knob>& knobs() {
        [](Tuning& t, std::int64_t v) { t.stride_rows = v != 0; }},
       {"rows_ahead", [](const Tuning& t) { return t.rows_ahead ? std::optional<std::int64_t>(*t.rows_ahead) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.rows_ahead = v != 0; }},
+      {"stride_stages", [](const Tuning& t) { return t.stride_stages ? std::optional<std::int64_t>(*t.stride_stages) : std::nullopt; },
+       [](Tuning& t, std::int64_t v) { t.stride_stages = v != 0; }},
       {"shift_affine", [](const Tuning& t) { return t.shift_affine ? std::optional<std::int64_t>(*t.shift_affine) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.shift_affine = v != 0; }},
       {"overlap_launches", [](const Tuning& t) { return t.overlap_launches ? std::optional<std::int64_t>(*t.overlap_launches) : std::nullopt; },

@@ -143,6 +143,29 @@ TEST(Stage, StagedSoftmaxMatchesFloat64) {
   test::check_softmax_interpreter<float>(2, 5000, kernels::RowVariant::staged, 3);  // explicit splits, the last program's piece ragged
 }
 
+TEST(Stage, StridedStagedSoftmaxMatchesFloat64) {
+  // Programs (clusters) striding over rows through two stages in turn (Tuning::stride_stages): the
+  // interpreter runs two programs or clusters, so odd and even row counts end on either stage, and a
+  // cluster's next row past the matrix copies, reads and writes nothing.
+  kernels::Tuning t;
+  t.stride_stages = true;
+  for (std::int64_t rows : {1, 2, 3, 6})
+    for (std::int64_t cols : {100, 2049, 20001}) test::check_softmax_interpreter<float>(rows, cols, kernels::RowVariant::staged, 0, t);
+  test::check_softmax_interpreter<bfloat16>(5, 40001, kernels::RowVariant::staged, 0, t);  // a cluster, chunks through windows
+  test::check_softmax_interpreter<half>(3, 1027, kernels::RowVariant::staged, 0, t);
+  test::check_softmax_interpreter<float>(5, 5000, kernels::RowVariant::staged, 3, t);  // explicit splits, the last piece ragged
+  const Program& p = *kernels::softmax_programs(kernels::RowVariant::staged, ir::DType::bf16, 40001, [&] {
+    kernels::RowOptions o = test::kInterpreter;
+    o.tuning = t;
+    return o;
+  }()).at(0);
+  EXPECT_EQ(p.name().rfind("softmax_staged_strided", 0), 0u) << p.name();
+  const auto info = p.compile(p.default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+  // Each stage's first read waits for its own copies only, the other stage's staying in flight.
+  EXPECT_EQ(test::occurrences(info.source, "tf_copy_wait_groups<"), 2u) << info.source;
+}
+
 TEST(Stage, StagedSoftmaxTakesMinusInfinity) {
   std::vector<float> x(3 * 1000, 0.f), y(x.size(), std::nanf(""));
   for (int i = 0; i < 1000; i += 2) x[i] = -INFINITY;  // row 0: half -inf; row 2: all -inf but one
