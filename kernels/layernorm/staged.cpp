@@ -1,8 +1,9 @@
 // The staged LayerNorm: a row (or, in a cluster of up to 8 programs on sm_90, a chunk of it) copied into
 // shared memory once and read back by three passes (exactly two-pass statistics), for f32, f16 and bf16
 // and every stage size; rows that are not whole vectors through their aligned windows (w and b from
-// shifted copies where shifted_affine says). And the resident one: the same program over groups of
-// co-resident programs of any size.
+// shifted copies where shifted_affine says); with Tuning::stride_stages, programs striding over rows
+// through two stages. And the resident one: the same program over groups of co-resident programs of any
+// size.
 #include <array>
 
 #include "kernels/layernorm/launchers.hpp"
@@ -13,12 +14,24 @@ namespace tilefuse::kernels::layernorm_launch {
 namespace {
 constexpr const char* kStagedParams[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "chunk", "splits", "eps", "first_row"};
 
+constexpr const char* kStridedParams[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "chunk", "splits", "eps", "n_rows"};
+
 // The staged program for `plan` and `shape` (its cluster or resident groups set), named `stem`.
 template <class T, int STAGE>
 Program& staged_program(const char* stem, const StagedPlan& plan, const KernelShape& shape) {
   auto name = [&] { return stem + std::to_string(plan.split.splits) + "_" + std::to_string(STAGE) + (plan.peel ? "_peeled" : ""); };
   return plan.peel ? kernel_for<&layernorm_staged_program<T, STAGE, kStagePiece, true>>(shape, name, kStagedParams)
                    : kernel_for<&layernorm_staged_program<T, STAGE, kStagePiece>>(shape, name, kStagedParams);
+}
+
+// The strided staged program (Tuning::stride_stages) for `plan` and `shape`.
+template <class T, int STAGE>
+Program& strided_program(const StagedPlan& plan, const KernelShape& shape) {
+  auto name = [&] {
+    return "layernorm_staged_strided" + std::to_string(plan.split.splits) + "_" + std::to_string(STAGE) + (plan.peel ? "_peeled" : "");
+  };
+  return plan.peel ? kernel_for<&layernorm_staged_strided_program<T, STAGE, kStagePiece, true>>(shape, name, kStridedParams)
+                   : kernel_for<&layernorm_staged_strided_program<T, STAGE, kStagePiece>>(shape, name, kStridedParams);
 }
 }  // namespace
 
@@ -30,10 +43,19 @@ void staged(const RowCall& call, const Args& a) {
   const StagedPlan plan =
       staged_plan(call, a.splits, bytes, kNormStageBytes, norm_peeled(call.opt.tuning, call.cols, bytes), "kernels::layernorm_looped");
   const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
+  const bool strided = call.opt.tuning.stride_stages.value_or(false);
   with_float_dtype(a.x.dtype, [&]<class T>() {
     with_stage(plan.stage_cols, [&]<int STAGE>() {
-      KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), staged_warps_rule(plan.peel));
+      // Strided programs hold two stages each: as many programs an SM as those leave room for.
+      const std::int64_t program_bytes = (strided ? 2 : 1) * STAGE * element_bytes_of<T>();
+      KernelShape shape = staged_shape(call.opt.tuning, program_bytes, staged_warps_rule(plan.peel));
       shape.cluster = static_cast<int>(plan.split.splits);
+      if (strided) {  // (w and b as they are: the shifted copies' wait does not fit a loop over rows)
+        const std::int64_t programs = strided_programs(call, shape, static_cast<int>(plan.split.splits));
+        launch(call, strided_program<T, STAGE>(plan, shape), Grid(programs),
+               std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, chunk, splits, Arg::of_f32(a.eps), i32(call.rows)});
+        return;
+      }
       const Grid grid(call.rows * plan.split.splits);
       // Rows through windows, enough of them: w and b from their shifted copies, written just before.
       if (plan.peel && shifted_affine(call.opt.tuning, call.rows, element_bytes_of<T>())) {

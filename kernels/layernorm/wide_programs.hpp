@@ -230,18 +230,17 @@ void layernorm_cluster_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
 
 namespace detail {
 
-// The staged LayerNorm of program_id(0)'s chunk (layernorm_staged_program and, with `copy_stride`, PEEL
-// only, layernorm_staged_shifted_program): copy, three passes; with `copy_stride`, a wait for the launch
-// before (the shifted copies of w and b) before the third pass, which then reads w and b from the copy of
-// the chunk's head at its stage indices.
+// The staged LayerNorm of the chunk `part` whose elements `stage` holds (with `n_rows`, a row past the
+// matrix's n_rows has an empty chunk and writes nothing): three passes; with `copy_stride`, a wait for
+// the launch before (the shifted copies of w and b) before the third pass, which then reads w and b from
+// the copy of the chunk's head at its stage indices.
 template <class T, int STAGE, int PIECE, bool PEEL>
-void staged_chunk(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Ptr<tl::f32> rstd_out,
-                  tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits,
-                  tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> first_row, std::optional<tl::Scalar<tl::i32>> copy_stride) {
-  const auto part = StagedChunk<T, STAGE, PIECE, PEEL>::of(stride, n, chunk, splits, first_row);
-  tl::Stage<T, STAGE> stage;
-  part.copy(stage, x);
-  auto shift = tl::cast<tl::f32>(tl::load(x + part.row * stride));  // the row's first element, in every program of it
+void staged_rows_chunk(const StagedChunk<T, STAGE, PIECE, PEEL>& part, const tl::Stage<T, STAGE>& stage, tl::Ptr<T> x, tl::Ptr<T> w,
+                       tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride,
+                       tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> splits, tl::Scalar<tl::f32> eps,
+                       std::optional<tl::Scalar<tl::i32>> n_rows, std::optional<tl::Scalar<tl::i32>> copy_stride) {
+  // The row's first element, in every program of it (a row past the matrix reads the last row's).
+  auto shift = tl::cast<tl::f32>(tl::load(x + (n_rows ? tl::minimum(part.row, *n_rows - 1) : part.row) * stride));
   auto shifted = [&](auto from) { return tl::cast<tl::f32>(stage.template load<PIECE>(from)) - shift; };
   auto [s1] = part.pieces(std::tuple{tl::full<tl::f32, PIECE>(0.0)}, [&](auto from, const PieceMask<PIECE>& in_row, auto s1) {
     return std::tuple{s1 + in_row.in_row(shifted(from), 0.0)};
@@ -280,8 +279,21 @@ void staged_chunk(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Pt
     });
   }
   auto first = part.pid % splits == 0;
+  if (n_rows) first = first & (part.row < *n_rows);
   tl::store(mean_out + part.row, shift + mean_shifted, first);
   tl::store(rstd_out + part.row, rstd, first);
+}
+
+// The staged LayerNorm of program_id(0)'s chunk (layernorm_staged_program and, with `copy_stride`, PEEL
+// only, layernorm_staged_shifted_program): the copy, then staged_rows_chunk.
+template <class T, int STAGE, int PIECE, bool PEEL>
+void staged_chunk(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Ptr<tl::f32> rstd_out,
+                  tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits,
+                  tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> first_row, std::optional<tl::Scalar<tl::i32>> copy_stride) {
+  const auto part = StagedChunk<T, STAGE, PIECE, PEEL>::of(stride, n, chunk, splits, first_row);
+  tl::Stage<T, STAGE> stage;
+  part.copy(stage, x);
+  staged_rows_chunk(part, stage, x, w, b, y, mean_out, rstd_out, stride, n, splits, eps, std::nullopt, copy_stride);
 }
 
 }  // namespace detail
@@ -300,6 +312,31 @@ void layernorm_staged_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<
                               tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::f32> eps,
                               tl::Scalar<tl::i32> first_row) {
   detail::staged_chunk<T, STAGE, PIECE, PEEL>(x, w, b, y, mean_out, rstd_out, stride, n, chunk, splits, eps, first_row, std::nullopt);
+}
+
+/// layernorm_staged_program with programs (or clusters of `splits` programs) striding over rows: cluster
+/// c of G takes rows c, c + G, ... two at a time, through two stages in turn, each row's chunk copied
+/// while the row before is read from the other stage (as softmax_staged_strided_program).
+template <class T, int STAGE, int PIECE, bool PEEL = false>
+void layernorm_staged_strided_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                                      tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                                      tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::f32> eps,
+                                      tl::Scalar<tl::i32> n_rows) {
+  using Chunk = StagedChunk<T, STAGE, PIECE, PEEL>;
+  auto at = [&](tl::Scalar<tl::i32> row) { return Chunk::at(row, stride, n, chunk, splits, n_rows); };
+  auto rows_chunk = [&](const Chunk& part, const tl::Stage<T, STAGE>& stage) {
+    detail::staged_rows_chunk(part, stage, x, w, b, y, mean_out, rstd_out, stride, n, splits, eps, n_rows, std::nullopt);
+  };
+  const auto cluster = tl::program_id(0) / splits, clusters = tl::num_programs(0) / splits;
+  tl::Stage<T, STAGE> a, s;
+  at(cluster).copy(a, x);
+  tl::for_range(cluster, n_rows, clusters * 2, [&](tl::Scalar<tl::i32> row) {
+    const auto next = at(row + clusters);
+    next.copy(s, x);
+    rows_chunk(at(row), a);
+    at(row + clusters * 2).copy(a, x);
+    rows_chunk(next, s);
+  });
 }
 
 /// layernorm_staged_program through windows (PEEL) with w and b from their shifted copies

@@ -25,7 +25,8 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, Row
   SCOPED_TRACE(std::string("layernorm ") + kernels::variant_name(variant) + " splits " + std::to_string(splits) + " " +
                std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed) +
                (tuning.constant_cols ? (*tuning.constant_cols ? " width compiled in" : " width an argument") : "") +
-               (tuning.rows_ahead ? (*tuning.rows_ahead ? " rows ahead" : " rows not ahead") : ""));
+               (tuning.rows_ahead ? (*tuning.rows_ahead ? " rows ahead" : " rows not ahead") : "") +
+               (tuning.stride_stages.value_or(false) ? " strided stages" : ""));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, mean, stddev);
   auto hw = reference::random_vector<H>(cols, seed + 1);
@@ -164,6 +165,17 @@ TEST_F(Gpu, LayerNormStridedProgramsShareWAndB) {
     check_layernorm<bfloat16>(1003, 5587, 3.f, RowVariant::one_program, 1, 1.f, t);
     check_layernorm<half>(5, 7001, 0.f, RowVariant::one_program, 1, 1.f, t);  // fewer rows than programs, a wide window
   }
+}
+
+// Programs (clusters) striding over rows through two stages in turn (Tuning::stride_stages), against
+// float64 and the interpreter.
+TEST_F(Gpu, LayerNormStridedStagedReadsOnce) {
+  kernels::Tuning t;
+  t.stride_stages = true;
+  check_layernorm<float>(3001, 2049, 0.f, RowVariant::staged, 1, 1.f, t);
+  check_layernorm<bfloat16>(201, 57481, 0.f, RowVariant::staged, 1, 1.f, t);
+  check_layernorm<half>(64, 131072, 3.f, RowVariant::staged, 1, 1.f, t);
+  check_layernorm<half>(7, 20001, 0.f, RowVariant::staged, 1, 1.f, t);
 }
 
 // Few wide rows, as layernorm_auto takes them: split over the GPU with the library's workspace, in groups

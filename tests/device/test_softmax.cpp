@@ -120,22 +120,23 @@ TEST_F(Gpu, SoftmaxInPlace) {
 // `variant` of the softmax (automatic: softmax_auto's choice) on the GPU and in the interpreter, against
 // float64 and against each other.
 template <class H>
-void check_variant(std::int64_t rows, std::int64_t cols, RowVariant variant) {
+void check_variant(std::int64_t rows, std::int64_t cols, RowVariant variant, const kernels::Tuning& tuning = {}) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("softmax ") + kernels::variant_name(variant) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
-               " seed " + std::to_string(seed));
+               " seed " + std::to_string(seed) + (tuning.stride_stages.value_or(false) ? " strided" : ""));
+  const kernels::RowOptions gpu_opt{Backend::gpu, nullptr, tuning}, interp_opt{Backend::interpreter, nullptr, tuning};
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, 0.f, 3.f);
   DeviceBuffer<H> x(hx), y(n);
   y.fill_bytes(0xff);
-  kernels::softmax_auto(x, y, rows, cols, {Backend::gpu}, variant);
+  kernels::softmax_auto(x, y, rows, cols, gpu_opt, variant);
   const auto gpu = y.download();
   const auto ref = reference::softmax<H>(hx, rows, cols);
   const double tol = reference::tolerance<H>();
   EXPECT_LE(reference::relative_error<H>(gpu, ref), tol);
   EXPECT_LE(reference::worst_element<H>(gpu, ref, 1e-7, 4 * tol), 1.0);
   std::vector<H> interp(n, reference::from_float<H>(std::nanf("")));
-  kernels::softmax_auto(hx, interp, rows, cols, {Backend::interpreter}, variant);
+  kernels::softmax_auto(hx, interp, rows, cols, interp_opt, variant);
   std::vector<double> interp_d(n);
   for (std::size_t i = 0; i < n; ++i) interp_d[i] = reference::to_float(interp[i]);
   EXPECT_LE(reference::worst_element<H>(gpu, interp_d, 1e-7, 2 * tol), 1.0);
@@ -199,6 +200,18 @@ TEST_F(Gpu, StagedSoftmaxReadsOnce) {
   check_variant<bfloat16>(64, 131072, RowVariant::staged);
   check_variant<half>(9, 40000, RowVariant::staged);
   check_variant<float>(3, 262144, RowVariant::staged);
+}
+
+// Programs (clusters) striding over rows through two stages in turn (Tuning::stride_stages): more rows
+// than the GPU holds programs, odd and even counts per program, rows through windows, clusters of 2 to 8.
+TEST_F(Gpu, StridedStagedSoftmaxReadsOnce) {
+  kernels::Tuning t;
+  t.stride_stages = true;
+  check_variant<float>(3001, 2049, RowVariant::staged, t);
+  check_variant<float>(7, 20001, RowVariant::staged, t);
+  check_variant<bfloat16>(201, 57481, RowVariant::staged, t);
+  check_variant<half>(64, 131072, RowVariant::staged, t);
+  check_variant<half>(2000, 1027, RowVariant::staged, t);
 }
 
 // Rows over resident groups, read once: each row staged over a group of programs all resident at once,

@@ -22,7 +22,7 @@ using kernels::RowVariant;
 // float64; `mean` and `stddev` shape the random rows.
 template <class H>
 void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, float stddev = 1.f,
-                     RowVariant variant = RowVariant::one_program, std::int64_t splits = 1) {
+                     RowVariant variant = RowVariant::one_program, std::int64_t splits = 1, const kernels::Tuning& tuning = {}) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("layernorm ") + kernels::variant_name(variant) + " splits " + std::to_string(splits) + " " +
                std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed));
@@ -33,7 +33,8 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, flo
   kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows, std::nanf("")), std::vector<float>(rows, std::nanf(""))};
   kernels::NormSplitScratch<std::vector<float>> scratch{std::vector<float>(rows * splits, std::nanf("")),
                                                         std::vector<float>(rows * splits, std::nanf(""))};
-  const kernels::RowOptions opt{Backend::interpreter};
+  kernels::RowOptions opt{Backend::interpreter};
+  opt.tuning = tuning;
   if (variant == RowVariant::split) kernels::layernorm_split(x, w, b, y, stats, scratch, rows, cols, splits, 1e-5f, opt);
   else if (variant == RowVariant::cluster) kernels::layernorm_cluster(x, w, b, y, stats, rows, cols, 1e-5f, opt, splits);
   else kernels::layernorm_auto(x, w, b, y, stats, rows, cols, 1e-5f, opt, variant);
@@ -308,6 +309,26 @@ TEST(LayerNormInterp, ResidentMatchesFloat64) {
 }
 
 TEST(LayerNormInterp, StagedIsTwoPassAtLargeMeans) { check_layernorm<float>(3, 5000, 1e4f, 1.f, RowVariant::staged); }
+
+// Programs (clusters) striding over rows through two stages in turn (Tuning::stride_stages): two of them
+// in the interpreter, so rows end on either stage; the rows past the matrix write no mean, rstd or y.
+TEST(LayerNormInterp, StridedStagedMatchesFloat64) {
+  kernels::Tuning t;
+  t.stride_stages = true;
+  for (std::int64_t rows : {1, 2, 3, 6}) {
+    check_layernorm<float>(rows, 2049, 0.f, 1.f, RowVariant::staged, 1, t);
+    check_layernorm<half>(rows, 12287, 0.f, 1.f, RowVariant::staged, 1, t);  // through windows
+  }
+  check_layernorm<bfloat16>(5, 40001, 0.f, 1.f, RowVariant::staged, 1, t);  // a cluster of chunks through windows
+  check_layernorm<float>(3, 5000, 1e4f, 1.f, RowVariant::staged, 1, t);     // two-pass at a large mean
+  kernels::RowOptions opt{Backend::interpreter};
+  opt.tuning = t;
+  const Program& p = *kernels::layernorm_programs(RowVariant::staged, ir::DType::bf16, 40001, opt).at(0);
+  EXPECT_EQ(p.name().rfind("layernorm_staged_strided", 0), 0u) << p.name();
+  const auto info = p.compile(p.default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+  EXPECT_EQ(test::occurrences(info.source, "tf_copy_wait_groups<"), 2u) << info.source;
+}
 
 // Every entry of the variant table in the interpreter, at a width past one program where it allows (the
 // split-row variant with its scratch): a new variant is tested by being listed.
