@@ -314,29 +314,19 @@ void layernorm_staged_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<
   detail::staged_chunk<T, STAGE, PIECE, PEEL>(x, w, b, y, mean_out, rstd_out, stride, n, chunk, splits, eps, first_row, std::nullopt);
 }
 
-/// layernorm_staged_program with programs (or clusters of `splits` programs) striding over rows: cluster
-/// c of G takes rows c, c + G, ... two at a time, through two stages in turn, each row's chunk copied
-/// while the row before is read from the other stage (as softmax_staged_strided_program).
+/// layernorm_staged_program with programs (or clusters of `splits` programs) striding over rows through
+/// two stages in turn (for_rows_in_turn), each row's chunk copied while the row before is read.
 template <class T, int STAGE, int PIECE, bool PEEL = false>
 void layernorm_staged_strided_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                                       tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                                       tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::f32> eps,
                                       tl::Scalar<tl::i32> n_rows) {
   using Chunk = StagedChunk<T, STAGE, PIECE, PEEL>;
-  auto at = [&](tl::Scalar<tl::i32> row) { return Chunk::at(row, stride, n, chunk, splits, n_rows); };
-  auto rows_chunk = [&](const Chunk& part, const tl::Stage<T, STAGE>& stage) {
-    detail::staged_rows_chunk(part, stage, x, w, b, y, mean_out, rstd_out, stride, n, splits, eps, n_rows, std::nullopt);
-  };
-  const auto cluster = tl::program_id(0) / splits, clusters = tl::num_programs(0) / splits;
-  tl::Stage<T, STAGE> a, s;
-  at(cluster).copy(a, x);
-  tl::for_range(cluster, n_rows, clusters * 2, [&](tl::Scalar<tl::i32> row) {
-    const auto next = at(row + clusters);
-    next.copy(s, x);
-    rows_chunk(at(row), a);
-    at(row + clusters * 2).copy(a, x);
-    rows_chunk(next, s);
-  });
+  for_rows_in_turn<T, STAGE>(
+      x, splits, n_rows, [&](tl::Scalar<tl::i32> row) { return Chunk::at(row, stride, n, chunk, splits, n_rows); },
+      [&](const Chunk& part, const tl::Stage<T, STAGE>& stage) {
+        detail::staged_rows_chunk(part, stage, x, w, b, y, mean_out, rstd_out, stride, n, splits, eps, n_rows, std::nullopt);
+      });
 }
 
 /// layernorm_staged_program through windows (PEEL) with w and b from their shifted copies

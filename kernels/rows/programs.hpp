@@ -291,6 +291,25 @@ struct StagedChunk {
   }
 };
 
+/// The staged kernels' rows through two stages in turn: programs (or clusters of `splits` programs, every
+/// program of one taking the same rows) striding over the matrix's n_rows rows, cluster c of G taking rows
+/// c, c + G, ... two at a time; each row's StagedChunk (`at(row)`) is copied from `in` into one stage while
+/// `body(chunk, stage)` reads the row before from the other, so a program keeps a chunk in flight through
+/// the passes and barriers of the one before. A chunk past the matrix is empty (StagedChunk::at).
+template <class T, int STAGE, class At, class Body>
+void for_rows_in_turn(tl::Ptr<T> in, tl::Scalar<tl::i32> splits, tl::Scalar<tl::i32> n_rows, At&& at, Body&& body) {
+  const auto cluster = tl::program_id(0) / splits, clusters = tl::num_programs(0) / splits;
+  tl::Stage<T, STAGE> a, b;
+  at(cluster).copy(a, in);
+  tl::for_range(cluster, n_rows, clusters * 2, [&](tl::Scalar<tl::i32> row) {
+    const auto next = at(row + clusters);
+    next.copy(b, in);
+    body(at(row), a);
+    at(row + clusters * 2).copy(a, in);
+    body(next, b);
+  });
+}
+
 /// The pieces of a row that a program walks (the looped and split-row kernels): the BLOCK-column pieces
 /// from `start` (a whole number of pieces from the window's or chunk's start) below `end`, of which the
 /// row's columns are [first, end) (with HEAD: a window's head may sit in the piece at `start`; without,

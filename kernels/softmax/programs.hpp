@@ -334,25 +334,17 @@ void softmax_staged_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> s
   softmax_staged_chunk(part, stage, out);
 }
 
-/// softmax_staged_program with programs (or clusters of `splits` programs) striding over rows: cluster c
-/// of G takes rows c, c + G, ... two at a time, through two stages in turn, each row's chunk copied while
-/// the row before is read from the other stage, so that a program keeps a chunk in flight through its
-/// three passes and its cluster's barriers instead of waiting for each row's copy in turn.
+/// softmax_staged_program with programs (or clusters of `splits` programs) striding over rows through
+/// two stages in turn (for_rows_in_turn): each row's chunk is copied while the row before is read, so that
+/// a program keeps a chunk in flight through its three passes and its cluster's barriers instead of
+/// waiting for each row's copy in turn.
 template <class T, int STAGE, int PIECE, bool PEEL = false>
 void softmax_staged_strided_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
                                     tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::i32> n_rows) {
   using Chunk = StagedChunk<T, STAGE, PIECE, PEEL>;
-  auto at = [&](tl::Scalar<tl::i32> row) { return Chunk::at(row, stride, n_cols, chunk, splits, n_rows); };
-  const auto cluster = tl::program_id(0) / splits, clusters = tl::num_programs(0) / splits;
-  tl::Stage<T, STAGE> a, b;
-  at(cluster).copy(a, in);
-  tl::for_range(cluster, n_rows, clusters * 2, [&](tl::Scalar<tl::i32> row) {
-    const auto next = at(row + clusters);
-    next.copy(b, in);
-    softmax_staged_chunk(at(row), a, out);
-    at(row + clusters * 2).copy(a, in);
-    softmax_staged_chunk(next, b, out);
-  });
+  for_rows_in_turn<T, STAGE>(
+      in, splits, n_rows, [&](tl::Scalar<tl::i32> row) { return Chunk::at(row, stride, n_cols, chunk, splits, n_rows); },
+      [&](const Chunk& part, const tl::Stage<T, STAGE>& stage) { softmax_staged_chunk(part, stage, out); });
 }
 
 }  // namespace tilefuse::kernels
