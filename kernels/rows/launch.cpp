@@ -67,7 +67,8 @@ std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int
   const std::int64_t by_rows = (call.rows + multiple - 1) / multiple * multiple;
   const Target target = call.target();
   if (!target.gpu) return std::min<std::int64_t>(by_rows, 2 * multiple);  // each program strides over rows, as on a GPU
-  const std::int64_t resident = std::int64_t{std::max(shape.min_programs, 2)} * target.sm_count / multiple * multiple;
+  std::int64_t resident = std::int64_t{std::max(shape.min_programs, 2)} * target.sm_count / multiple * multiple;
+  if (shape.cluster > 1) resident -= std::int64_t{shape.cluster} * ((target.sm_count + kSmsPerGpc - 1) / kSmsPerGpc);
   return std::clamp<std::int64_t>(resident, multiple, by_rows);
 }
 

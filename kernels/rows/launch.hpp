@@ -166,7 +166,9 @@ std::int64_t resident_wave_rows(const RowCall& call, const KernelShape& shape, s
 /// Programs of a kernel that strides over rows in steps of its program count, which must be a multiple
 /// of `multiple`: as many as `shape` keeps resident on the GPU (shape.min_programs per SM, 2 when it asks
 /// for none), rounded down to a multiple, at most the rows rounded up to one (on the interpreter: two
-/// multiples at most, so that its programs too stride over several rows).
+/// multiples at most, so that its programs too stride over several rows). For clusters of
+/// shape.cluster > 1 programs, one cluster fewer per GPC (kSmsPerGpc) than the slots hold, so that every
+/// cluster starts at once.
 std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int multiple);
 
 /// An i32 scalar argument.

@@ -119,6 +119,12 @@ inline constexpr std::int64_t kL2ReusePercent = 80;
 SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
                      std::int64_t max_splits, const Tuning& tuning = {});
 
+/// SMs of one GPC on Hopper (at most 18): a thread-block cluster runs on the SMs of one GPC, so a GPC
+/// whose program slots are not a multiple of the cluster size leaves some empty, up to a cluster less
+/// one per GPC; kernels that stride clusters over rows launch no more clusters than the rest holds
+/// (strided_programs), since a cluster that cannot start with the others runs its rows after them.
+inline constexpr int kSmsPerGpc = 18;
+
 /// Threads per SM the looped-kernel rule below counts as resident when Tuning::resident_threads is unset:
 /// 1024, what ptxas's 64 registers per thread leave for the looped kernels of whole-vector rows (those
 /// of windows take 76-80 and keep 768: the rule counts more rows in flight than run, erring to read once).
