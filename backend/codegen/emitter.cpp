@@ -105,10 +105,7 @@ void Emitter::frame() {
   if (any_of_ops(fn_.body, ir::is_reduction) && opt_.num_warps > 1) os_ << "  const int lane = tid & 31;\n  const int warp = tid >> 5;\n";
   for (const auto& [n, l] : a_.layouts)
     if (l.n < threads_) os_ << "  const bool live" << n << " = tid < " << n << ";\n";
-  bool looped_cluster = false;
-  for (const ir::Instr& in : fn_.body)
-    ir::walk(in.body, [&](const ir::Instr& b) { looped_cluster = looped_cluster || ir::is_cluster_reduction(b.op); });
-  if (looped_cluster && opt_.cluster_size > 1 && !opt_.resident_groups)
+  if (ir::cluster_reduction_in_loop(fn_) && opt_.cluster_size > 1 && !opt_.resident_groups)
     os_ << "  unsigned tf_cluster_round = 0;  // cluster barriers passed inside loops (a looped reduction's slot)\n";
 }
 

@@ -5,6 +5,7 @@
 // program's meaning (layouts, vector widths, folded masks, stage ownership) arrives in the Analysis.
 #pragma once
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -108,6 +109,7 @@ class Emitter {
     std::vector<int> after;
     bool pending(std::size_t k) const { return open[k] || after[k] >= 0; }
     bool any() const;
+    bool any_open() const { return std::find(open.begin(), open.end(), true) != open.end(); }
     /// The state where control flow from this one and `other` joins (neither open): the bound of each.
     void join(const CopyState& other);
   };

@@ -60,7 +60,7 @@ void Emitter::CopyState::join(const CopyState& other) {
 }
 
 void Emitter::commit_copies(bool even_empty) {
-  if (!even_empty && std::find(copies_.open.begin(), copies_.open.end(), true) == copies_.open.end()) return;
+  if (!even_empty && !copies_.any_open()) return;
   os_ << "  tf_copy_commit();\n";
   for (std::size_t k = 0; k < copies_.open.size(); ++k) {
     if (copies_.open[k]) copies_.after[k] = 0;
@@ -79,8 +79,7 @@ void Emitter::wait_all_copies() {
 void Emitter::wait_for_copies(int k) {
   if (!copies_.pending(k)) return;
   // Its newest copies are the newest group (open, or committed last with none open after them): all.
-  const bool open = std::find(copies_.open.begin(), copies_.open.end(), true) != copies_.open.end();
-  if (copies_.open[k] || (copies_.after[k] == 0 && !open)) return wait_all_copies();
+  if (copies_.open[k] || (copies_.after[k] == 0 && !copies_.any_open())) return wait_all_copies();
   commit_copies();
   const int groups = copies_.after[k];
   os_ << "  tf_copy_wait_groups<" << groups << ">();  // this thread's copies into stage @" << k << " have landed\n";

@@ -106,14 +106,6 @@ class Turns {
   std::exception_ptr error_;
 };
 
-// Whether some cluster reduction lies inside a loop (the top-level lockstep cannot step to it).
-bool nested_cluster_reduction(const ir::Function& fn) {
-  bool nested = false;
-  for (const ir::Instr& in : fn.body)
-    if (!in.body.empty()) ir::walk(in.body, [&](const ir::Instr& b) { nested = nested || ir::is_cluster_reduction(b.op); });
-  return nested;
-}
-
 // The grid's clusters, one after another, each program of a cluster on a thread of its own (Turns). The
 // caller's interpreter settings (interp.hpp) hold in every thread, and their wrapped operations count in
 // the caller's.
@@ -174,7 +166,8 @@ void run(const ir::Function& fn, std::int64_t gx, std::int64_t gy, std::int64_t 
   if (gx % cluster_size != 0)
     throw InterpreterError("tilefuse interpreter: kernel '" + fn.name + "': grid x = " + std::to_string(gx) +
                            " is not a multiple of the cluster size " + std::to_string(cluster_size));
-  if (nested_cluster_reduction(fn)) return run_cluster_threads(fn, gx, gy, gz, args, cluster_size);
+  // (the top-level lockstep cannot step to a reduction inside a loop)
+  if (ir::cluster_reduction_in_loop(fn)) return run_cluster_threads(fn, gx, gy, gz, args, cluster_size);
   // The programs of one cluster run in lockstep between cluster reductions (which are top-level here, so
   // every program stops at the same ones): each reduction combines the operands in rank order.
   std::vector<Program> cluster;

@@ -84,6 +84,13 @@ inline bool is_pure(Op op) { return op_info(op).pure; }
 inline bool is_reduction(Op op) { return op_info(op).family == Family::reduction; }
 /// True for the reductions across a cluster's programs (every program of the cluster must reach them).
 inline bool is_cluster_reduction(Op op) { return op_info(op).family == Family::cluster; }
+/// Whether some cluster reduction of `fn` lies inside a loop (so it runs many times: the interpreter's
+/// turns of threads, code generation's alternating slots).
+inline bool cluster_reduction_in_loop(const Function& fn) {
+  bool nested = false;
+  for (const Instr& in : fn.body) walk(in.body, [&](const Instr& b) { nested = nested || is_cluster_reduction(b.op); });
+  return nested;
+}
 /// True for the reductions of a 2D tile along an axis.
 inline bool is_axis_reduction(Op op) { return op_info(op).family == Family::axis_reduction; }
 /// True for stage_store, stage_load, stage_copy, stage_gather and stage_scatter.
