@@ -113,7 +113,14 @@ void Emitter::arithmetic(const ir::Instr& in) {
 // multiple of the run), every lane of a run compares the run's first elements: the compiler then keeps one
 // predicate per run instead of one register per element.
 void Emitter::compare(const ir::Instr& in, const std::string& op) {
-  if (known_true(in.result)) return elementwise(in, "true");
+  if (known_true(in.result)) {
+    // Proven true by the axis analysis: the selects it guards fold, so a scalar may go unread.
+    if (fn_.values[in.result].rank == 0) {
+      os_ << "  [[maybe_unused]] bool const " << v(in.result) << " = true;\n";
+      return;
+    }
+    return elementwise(in, "true");
+  }
   const int R = a_.compare_run[in.result];
   if (R == 1) return elementwise(in, at(in.args[0]) + " " + op + " " + at(in.args[1]));
   auto first = [&](ir::ValueId id) { return fn_.values[id].rank == 0 ? v(id) : v(id) + "[e - e % " + std::to_string(R) + "]"; };
