@@ -138,6 +138,20 @@ class Kernel {
     return out;
   }
 
+  /// For a cluster kernel, the programs the GPU holds at once when launched with these arguments (see
+  /// Program::resident_cluster_programs: the driver's count of resident clusters times the cluster size;
+  /// 0 where it cannot say), for programs that stride over work in steps of the grid. Compiles the kernel
+  /// as a launch would.
+  template <class... A>
+  std::int64_t resident_cluster_programs(Backend backend, A&&... args) {
+    if constexpr (arguments_match<A...>()) {
+      const auto packed = pack(std::index_sequence_for<A...>{}, std::forward<A>(args)...);
+      return program_->resident_cluster_programs(std::span<const Arg>(packed.data(), packed.size()), backend);
+    } else {
+      return 0;
+    }
+  }
+
   /// The traced, optimized program (IR, generated source, compile reports).
   Program& program() { return *program_; }
   /// The traced, optimized program.

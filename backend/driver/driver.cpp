@@ -51,6 +51,7 @@ struct Api {
   decltype(&::cuEventElapsedTime) event_elapsed_time = nullptr;
   decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;  // optional: null before CUDA 12
   decltype(&::cuLaunchKernelEx) launch_kernel_ex = nullptr;                 // optional: null before CUDA 12
+  decltype(&::cuOccupancyMaxActiveClusters) occupancy_max_active_clusters = nullptr;  // optional: null before CUDA 12
 };
 
 struct State {
@@ -193,6 +194,9 @@ State& state() {
     st.api.tensor_map_encode_tiled = reinterpret_cast<decltype(st.api.tensor_map_encode_tiled)>(dlsym(lib, "cuTensorMapEncodeTiled"));
     // Only launches that overlap the previous kernel need it (launch_overlapping falls back without).
     st.api.launch_kernel_ex = reinterpret_cast<decltype(st.api.launch_kernel_ex)>(dlsym(lib, "cuLaunchKernelEx"));
+    // Only the count of clusters a GPU holds at once needs it (resident_clusters says 0 without).
+    st.api.occupancy_max_active_clusters =
+        reinterpret_cast<decltype(st.api.occupancy_max_active_clusters)>(dlsym(lib, "cuOccupancyMaxActiveClusters"));
     return st;
   }();
   return s;
@@ -317,6 +321,24 @@ int resident_blocks_per_sm(void* function, int block_threads, unsigned shared_by
   check(api().occupancy_max_active_blocks(&blocks, static_cast<CUfunction>(function), block_threads, shared_bytes),
         "cuOccupancyMaxActiveBlocksPerMultiprocessor", kernel);
   return blocks;
+}
+
+int resident_clusters(void* function, int cluster, Dim3 block, unsigned shared_bytes, const char* kernel) {
+  const Api& a = api();
+  if (!a.occupancy_max_active_clusters || device().cc_major < 9) return 0;
+  // The kernel compiles its cluster size in (__cluster_dims__), so the configuration leaves it unspecified;
+  // the grid is one cluster.
+  CUlaunchConfig config{};
+  config.gridDimX = static_cast<unsigned>(cluster);
+  config.gridDimY = 1;
+  config.gridDimZ = 1;
+  config.blockDimX = block.x;
+  config.blockDimY = block.y;
+  config.blockDimZ = block.z;
+  config.sharedMemBytes = shared_bytes;
+  int clusters = 0;
+  check(a.occupancy_max_active_clusters(&clusters, static_cast<CUfunction>(function), &config), "cuOccupancyMaxActiveClusters", kernel);
+  return clusters;
 }
 
 void reserve_dynamic_shared(void* function, int bytes, int carveout, const char* kernel) {

@@ -100,6 +100,11 @@ void launch_cooperative(void* function, Dim3 grid, Dim3 block, unsigned shared_b
 /// Blocks of `block_threads` threads and `shared_bytes` of dynamic shared memory that one SM holds at once
 /// of `function`. Errors name `kernel`.
 int resident_blocks_per_sm(void* function, int block_threads, unsigned shared_bytes, const char* kernel);
+/// Clusters of `cluster` blocks (the size `function` compiles in) of `block` threads and `shared_bytes` of
+/// dynamic shared memory that the GPU holds at once: the driver's count, which knows how clusters fit the
+/// GPCs (cuOccupancyMaxActiveClusters). 0 where the driver lacks it or the GPU is older than sm_90.
+/// Errors name `kernel`.
+int resident_clusters(void* function, int cluster, Dim3 block, unsigned shared_bytes, const char* kernel);
 
 /// Lets `function` take `bytes` of dynamic shared memory per block (above the default 48 KB too) and asks
 /// for `carveout` percent of the SM's L1/shared array as shared memory (-1: the driver's choice). Errors

@@ -70,19 +70,23 @@ Backend resolve_backend(Backend requested) {
   return interpret_by_default() ? Backend::interpreter : Backend::gpu;
 }
 
+// One compiled GPU specialization: its loaded module and function handle and what launches need of it.
+struct Program::GpuEntry {
+  Specialization spec;
+  std::shared_ptr<const nvrtc::Compiled> compiled;
+  std::unique_ptr<driver::Module> module;
+  void* function = nullptr;
+  unsigned shared_bytes = 0;  // dynamic shared memory per block: the stages of its programs
+  std::string reason;         // why it was compiled, when it is not the first
+  std::vector<codegen::AccessSite> sites;  // with bounds checks: the checked accesses, by site number
+  std::vector<codegen::TensorMap> tensor_maps;  // its TMA copies' tensor maps, encoded at each launch
+  int resident_per_sm = 0;  // resident groups: the blocks an SM holds at once (the occupancy calculator's)
+  int resident_clusters = -1;  // cluster kernels: the clusters the GPU holds at once (-1: not asked yet)
+};
+
 // GPU state: compiled specializations, each with its loaded module and function handle.
 struct Program::Gpu {
-  struct Entry {
-    Specialization spec;
-    std::shared_ptr<const nvrtc::Compiled> compiled;
-    std::unique_ptr<driver::Module> module;
-    void* function = nullptr;
-    unsigned shared_bytes = 0;  // dynamic shared memory per block: the stages of its programs
-    std::string reason;         // why it was compiled, when it is not the first
-    std::vector<codegen::AccessSite> sites;  // with bounds checks: the checked accesses, by site number
-    std::vector<codegen::TensorMap> tensor_maps;  // its TMA copies' tensor maps, encoded at each launch
-    int resident_per_sm = 0;  // resident groups: the blocks an SM holds at once (the occupancy calculator's)
-  };
+  using Entry = GpuEntry;
   // Resident-group kernels: the group workspace of each stream (arrival counts, zeroed once, and values)
   // and the launches made with it (which array of counts the next one takes).
   struct GroupWorkspace {
@@ -559,6 +563,69 @@ void Program::launch_interpreter(const LaunchConfig& config, std::span<const Arg
       driver::copy_to_device(args[i].device, staging[i].data(), staging[i].size());
 }
 
+// The compiled entry of `spec` (compiled, loaded and kept on first use; `args` only say why a new one
+// compiled).
+Program::GpuEntry& Program::gpu_entry(const Specialization& spec, std::span<const Arg> args) {
+  Gpu::Entry* entry = nullptr;
+  std::lock_guard lock(gpu_->mutex);
+  if (gpu_->last && gpu_->last->spec == spec) {
+    entry = gpu_->last;
+  } else {
+    for (auto& e : gpu_->entries)
+      if (e->spec == spec) entry = e.get();
+    if (!entry) {
+      auto e = std::make_unique<Gpu::Entry>();
+      e->spec = spec;
+      if (!gpu_->entries.empty()) {
+        e->reason = why_new(spec, args);
+        if (knobs::log_recompiles()) std::fprintf(stderr, "tilefuse: %s\n", e->reason.c_str());
+      }
+      const std::string arch = driver::device().arch();
+      // The device's shared-memory limit is checked on the generated kernel, before it compiles.
+      const int limit = driver::device().max_shared_per_block;
+      const Built built = build(spec, arch, [&](const codegen::Generated& g) {
+        if (g.shared_bytes > limit)
+          throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': its " + (fn_.stages.empty() ? "tiles" : "stages") + " take " +
+                                      std::to_string(g.shared_bytes) + " bytes of shared memory per thread block, more than the " +
+                                      std::to_string(limit) + " bytes " + driver::device().name + " allows; use " +
+                                      (fn_.stages.empty() ? "smaller blocks (tile sizes)" : "smaller stages"));
+      });
+      const codegen::Generated& generated = built.generated;
+      const std::string symbol = codegen::kernel_symbol(fn_);
+      const std::int64_t shared = generated.shared_bytes;
+      e->compiled = built.compiled;
+      e->module = std::make_unique<driver::Module>(e->compiled->cubin, fn_.name);
+      e->function = e->module->function(symbol);
+      e->sites = generated.access_sites;
+      e->tensor_maps = generated.tensor_maps;
+      if (shared > 0) {
+        driver::reserve_dynamic_shared(e->function, static_cast<int>(shared), options_.shared_carveout, fn_.name.c_str());
+        e->shared_bytes = static_cast<unsigned>(shared);
+      }
+      if (options_.resident_groups)
+        e->resident_per_sm = driver::resident_blocks_per_sm(e->function, 32 * options_.num_warps, e->shared_bytes, fn_.name.c_str());
+      entry = e.get();
+      gpu_->entries.push_back(std::move(e));
+    }
+    gpu_->last = entry;
+  }
+  return *entry;
+}
+
+std::int64_t Program::resident_cluster_programs(std::span<const Arg> args, Backend backend) {
+  if (options_.cluster_size <= 1 || options_.resident_groups || InspectLaunches::active() ||
+      resolve_backend(backend) == Backend::interpreter)
+    return 0;
+  const LaunchConfig one(Grid(options_.cluster_size), backend);
+  check_arguments(one, args);
+  Gpu::Entry& e = gpu_entry(specialize(one, args), args);
+  std::lock_guard lock(gpu_->mutex);
+  if (e.resident_clusters < 0)
+    e.resident_clusters = driver::resident_clusters(e.function, options_.cluster_size, {static_cast<unsigned>(32 * options_.num_warps), 1, 1},
+                                                    e.shared_bytes, fn_.name.c_str());
+  return std::int64_t{e.resident_clusters} * options_.cluster_size;
+}
+
 void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) {
   const Specialization spec = specialize(config, args);
   void* params[81];  // the arguments, then at most 1 + 5 + 2 + 8 trailing ones (packed programs, groups, bounds checks, tensor maps)
@@ -573,51 +640,7 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
       case Arg::Kind::f32: params[i] = const_cast<float*>(&a.f32); break;
     }
   }
-  Gpu::Entry* entry = nullptr;
-  {
-    std::lock_guard lock(gpu_->mutex);
-    if (gpu_->last && gpu_->last->spec == spec) {
-      entry = gpu_->last;
-    } else {
-      for (auto& e : gpu_->entries)
-        if (e->spec == spec) entry = e.get();
-      if (!entry) {
-        auto e = std::make_unique<Gpu::Entry>();
-        e->spec = spec;
-        if (!gpu_->entries.empty()) {
-          e->reason = why_new(spec, args);
-          if (knobs::log_recompiles()) std::fprintf(stderr, "tilefuse: %s\n", e->reason.c_str());
-        }
-        const std::string arch = driver::device().arch();
-        // The device's shared-memory limit is checked on the generated kernel, before it compiles.
-        const int limit = driver::device().max_shared_per_block;
-        const Built built = build(spec, arch, [&](const codegen::Generated& g) {
-          if (g.shared_bytes > limit)
-            throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': its " + (fn_.stages.empty() ? "tiles" : "stages") + " take " +
-                                        std::to_string(g.shared_bytes) + " bytes of shared memory per thread block, more than the " +
-                                        std::to_string(limit) + " bytes " + driver::device().name + " allows; use " +
-                                        (fn_.stages.empty() ? "smaller blocks (tile sizes)" : "smaller stages"));
-        });
-        const codegen::Generated& generated = built.generated;
-        const std::string symbol = codegen::kernel_symbol(fn_);
-        const std::int64_t shared = generated.shared_bytes;
-        e->compiled = built.compiled;
-        e->module = std::make_unique<driver::Module>(e->compiled->cubin, fn_.name);
-        e->function = e->module->function(symbol);
-        e->sites = generated.access_sites;
-        e->tensor_maps = generated.tensor_maps;
-        if (shared > 0) {
-          driver::reserve_dynamic_shared(e->function, static_cast<int>(shared), options_.shared_carveout, fn_.name.c_str());
-          e->shared_bytes = static_cast<unsigned>(shared);
-        }
-        if (options_.resident_groups)
-          e->resident_per_sm = driver::resident_blocks_per_sm(e->function, 32 * options_.num_warps, e->shared_bytes, fn_.name.c_str());
-        entry = e.get();
-        gpu_->entries.push_back(std::move(e));
-      }
-      gpu_->last = entry;
-    }
-  }
+  Gpu::Entry* entry = &gpu_entry(spec, args);
   const int packed = spec.programs_per_block;
   std::int32_t programs_x = static_cast<std::int32_t>(config.grid.x);
   std::size_t extra = args.size();

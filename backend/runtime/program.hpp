@@ -200,13 +200,23 @@ class Program {
   /// for arguments that do not fit, tilefuse::driver errors for GPU failures.
   void launch(const LaunchConfig& config, std::span<const Arg> args);
 
+  /// For a cluster kernel (KernelOptions::cluster_size > 1), the programs a GPU holds at once when it is
+  /// launched with `args`: the driver's count of resident clusters (cuOccupancyMaxActiveClusters, which
+  /// knows how clusters fit the GPCs) times the cluster size. Compiles the kernel for `args` as a launch
+  /// would and asks the driver once per specialization. 0 where there is nothing to ask: not a cluster
+  /// kernel, a resident-groups kernel, the interpreter, launches being inspected, or a driver or GPU
+  /// without the query (sm_90 and CUDA 12 on).
+  std::int64_t resident_cluster_programs(std::span<const Arg> args, Backend backend = Backend::automatic);
+
   /// The CUDA function handle of the most recent GPU launch (for benchmarks that launch it raw).
   void* last_function() const;
 
  private:
   struct Gpu;
+  struct GpuEntry;
   void launch_interpreter(const LaunchConfig& config, std::span<const Arg> args);
   void launch_gpu(const LaunchConfig& config, std::span<const Arg> args);
+  GpuEntry& gpu_entry(const Specialization& spec, std::span<const Arg> args);
   [[noreturn]] void bad_argument(std::size_t index, const std::string& expected, const std::string& got) const;
   void check_arguments(const LaunchConfig& config, std::span<const Arg> args) const;
   CompiledInfo compile_source(std::string source, const std::string& arch) const;

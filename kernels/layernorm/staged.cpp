@@ -51,9 +51,9 @@ void staged(const RowCall& call, const Args& a) {
       KernelShape shape = staged_shape(call.opt.tuning, program_bytes, staged_warps_rule(plan.peel));
       shape.cluster = static_cast<int>(plan.split.splits);
       if (strided) {  // (w and b as they are: the shifted copies' wait does not fit a loop over rows)
-        const std::int64_t programs = strided_programs(call, shape, static_cast<int>(plan.split.splits));
-        launch(call, strided_program<T, STAGE>(plan, shape), Grid(programs),
-               std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, chunk, splits, Arg::of_f32(a.eps), i32(call.rows)});
+        Program& p = strided_program<T, STAGE>(plan, shape);
+        const auto args = std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, chunk, splits, Arg::of_f32(a.eps), i32(call.rows)};
+        launch(call, p, Grid(strided_programs(call, shape, static_cast<int>(plan.split.splits), &p, args)), args);
         return;
       }
       const Grid grid(call.rows * plan.split.splits);

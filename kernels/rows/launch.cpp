@@ -63,12 +63,18 @@ SplitPartials split_partials(const RowCall& call, std::int64_t splits, const Arg
   return {SplitPlan{splits, call.rows}, first, second};
 }
 
-std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int multiple) {
+std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int multiple, Program* program, std::span<const Arg> args) {
   const std::int64_t by_rows = (call.rows + multiple - 1) / multiple * multiple;
   const Target target = call.target();
   if (!target.gpu) return std::min<std::int64_t>(by_rows, 2 * multiple);  // each program strides over rows, as on a GPU
   std::int64_t resident = std::int64_t{std::max(shape.min_programs, 2)} * target.sm_count / multiple * multiple;
-  if (shape.cluster > 1) resident -= std::int64_t{shape.cluster} * ((target.sm_count + kSmsPerGpc - 1) / kSmsPerGpc);
+  if (shape.cluster > 1) {
+    // The driver's count where it gives one (it knows how clusters fit the GPCs), else a cluster less one
+    // per GPC than the slots.
+    const std::int64_t held = program && !call.collect ? program->resident_cluster_programs(args, call.opt.backend) : 0;
+    if (held > 0) resident = std::min(resident, held / multiple * multiple);
+    else resident -= std::int64_t{shape.cluster} * ((target.sm_count + kSmsPerGpc - 1) / kSmsPerGpc);
+  }
   return std::clamp<std::int64_t>(resident, multiple, by_rows);
 }
 

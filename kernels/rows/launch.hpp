@@ -167,9 +167,11 @@ std::int64_t resident_wave_rows(const RowCall& call, const KernelShape& shape, s
 /// of `multiple`: as many as `shape` keeps resident on the GPU (shape.min_programs per SM, 2 when it asks
 /// for none), rounded down to a multiple, at most the rows rounded up to one (on the interpreter: two
 /// multiples at most, so that its programs too stride over several rows). For clusters of
-/// shape.cluster > 1 programs, one cluster fewer per GPC (kSmsPerGpc) than the slots hold, so that every
-/// cluster starts at once.
-std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int multiple);
+/// shape.cluster > 1 programs, so that every cluster starts at once: no more than the driver says the GPU
+/// holds of `program` launched with `args` (Program::resident_cluster_programs; it compiles the kernel),
+/// or where it cannot say, one cluster fewer per GPC (kSmsPerGpc) than the slots hold.
+std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int multiple, Program* program = nullptr,
+                              std::span<const Arg> args = {});
 
 /// An i32 scalar argument.
 inline Arg i32(std::int64_t v) { return Arg::of_i32(static_cast<std::int32_t>(v)); }

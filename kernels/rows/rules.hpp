@@ -122,7 +122,8 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
 /// SMs of one GPC on Hopper (at most 18): a thread-block cluster runs on the SMs of one GPC, so a GPC
 /// whose program slots are not a multiple of the cluster size leaves some empty, up to a cluster less
 /// one per GPC; kernels that stride clusters over rows launch no more clusters than the rest holds
-/// (strided_programs), since a cluster that cannot start with the others runs its rows after them.
+/// (strided_programs, where the driver cannot count resident clusters itself), since a cluster that
+/// cannot start with the others runs its rows after them.
 inline constexpr int kSmsPerGpc = 18;
 
 /// Threads per SM the looped-kernel rule below counts as resident when Tuning::resident_threads is unset:

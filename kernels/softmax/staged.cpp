@@ -48,8 +48,9 @@ void staged(const RowCall& call, const Args& a) {
       KernelShape shape = staged_shape(call.opt.tuning, program_bytes, staged_warps_rule(plan.peel));
       shape.cluster = static_cast<int>(plan.split.splits);
       if (strided) {
-        const std::int64_t programs = strided_programs(call, shape, static_cast<int>(plan.split.splits));
-        launch(call, strided_program<T, STAGE>(plan, shape), Grid(programs), std::array{a.in, a.out, n, n, chunk, splits, i32(call.rows)});
+        Program& p = strided_program<T, STAGE>(plan, shape);
+        const auto args = std::array{a.in, a.out, n, n, chunk, splits, i32(call.rows)};
+        launch(call, p, Grid(strided_programs(call, shape, static_cast<int>(plan.split.splits), &p, args)), args);
       } else {
         launch(call, staged_program<T, STAGE>("softmax_staged", plan, shape), Grid(call.rows * plan.split.splits),
                std::array{a.in, a.out, n, n, chunk, splits, i32(0)});

@@ -124,6 +124,36 @@ TEST_F(Gpu, ClusterReductionsInsideLoops) {
   }
 }
 
+// The driver's count of the clusters the GPU holds at once (Program::resident_cluster_programs): a whole
+// number of clusters, within the SMs' program slots, at least a cluster per SM's worth over the GPCs; and
+// a strided launch of exactly that many programs combines every row, each cluster looping over rows.
+TEST_F(Gpu, DriverCountsResidentClusters) {
+  const int sms = driver::device().sm_count;
+  for (int size : {2, 4, 8}) {
+    SCOPED_TRACE("clusters of " + std::to_string(size));
+    Kernel<&test::cluster_rows_program> k("gpu_resident_clusters", KernelOptions{1, {"in", "out", "rows", "size"}, 0, size});
+    const int rows = 3000;
+    std::vector<float> in(static_cast<std::size_t>(rows) * size * 32);
+    std::mt19937 gen(size + 10);
+    std::normal_distribution<float> dist;
+    for (float& x : in) x = dist(gen);
+    const auto expect = test::cluster_rows_expected(in, rows, size);
+    DeviceBuffer<float> din(in), dout(expect.size());
+    const std::int64_t held = k.resident_cluster_programs(Backend::gpu, din, dout, rows, size);
+    EXPECT_EQ(held % size, 0);
+    EXPECT_LE(held, std::int64_t{32} * sms);  // one-warp blocks: at most 32 an SM
+    EXPECT_GE(held, sms / 2);                 // tiny blocks: clusters fill most SMs
+    EXPECT_EQ(k.resident_cluster_programs(Backend::gpu, din, dout, rows, size), held);  // asked once, kept
+    dout.fill_bytes(0xff);
+    k.launch({{held}, Backend::gpu}, din, dout, rows, size);
+    const auto got = dout.download();
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expect[i], 1e-5 * (1 + std::abs(expect[i]))) << "element " << i;
+  }
+  Kernel<&test::cluster_rows_program> single("gpu_resident_single", KernelOptions{1, {"in", "out", "rows", "size"}});
+  DeviceBuffer<float> din(std::vector<float>(32, 1.0f)), dout(2);
+  EXPECT_EQ(single.resident_cluster_programs(Backend::gpu, din, dout, 1, 1), 0);  // not a cluster kernel
+}
+
 // Cluster reductions over resident groups of any size on the GPU (a cooperative launch, the barrier and
 // values in global memory), against the interpreter; launched twice, so the barrier words left by one
 // launch serve the next; and a grid larger than the GPU holds at once is an error, not a hang.

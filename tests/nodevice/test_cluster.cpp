@@ -106,6 +106,15 @@ TEST(Cluster, GeneratedCodeUsesClusterBarriersAndDistributedSharedMemory) {
   EXPECT_LE(bf16.spill_bytes, 32) << bf16.ptxas_log;
 }
 
+TEST(Cluster, ResidentClustersAreTheGpusToCount) {
+  // The interpreter holds no clusters to count: 0, and nothing compiles (the strided launchers then keep
+  // the GPC rule); on the GPU the driver counts (Gpu.DriverCountsResidentClusters).
+  Kernel<&test::cluster_rows_program> k("resident_clusters", KernelOptions{1, {"in", "out", "rows", "size"}, 0, 4});
+  std::vector<float> in(4 * 32, 1.0f), out(8);
+  EXPECT_EQ(k.resident_cluster_programs(Backend::interpreter, in, out, 1, 4), 0);
+  EXPECT_TRUE(k.program().specializations().empty());
+}
+
 TEST(Cluster, ReductionsInsideLoopsCombineEachIteration) {
   // Clusters striding over rows: every iteration's reductions combine that row's programs (the interpreter
   // runs each program of a cluster on a thread of its own, taking turns).
