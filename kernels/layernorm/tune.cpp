@@ -30,12 +30,7 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
   // Every width the staged kernel takes (a cluster of stages past one, as the automatic choice may run it):
   // rows read through windows measured faster at 4 and 8 warps, whole-vector rows at 2 (bench/NOTES.md).
   if (cols <= kStageMaxCols || (target.clusters && cols <= kNormStagedMaxCols))
-    for (int w : {2, 4, 8})
-      for (bool strided : {false, true})  // one row a program (cluster), or striding over rows through two stages
-        space.add(RowVariant::staged, [&](Tuning& t) {
-          t.staged_warps = w;
-          if (strided) t.stride_stages = true;
-        });
+    for (int w : {2, 4, 8}) space.add(RowVariant::staged, [&](Tuning& t) { t.staged_warps = w; });
   if (target.clusters && cols <= kNormClusterMaxCols) space.add(RowVariant::cluster);
   space.add(RowVariant::looped);
   if (cols >= 2 * layernorm_launch::kLoopBlock) space.add(RowVariant::split);

@@ -27,13 +27,6 @@ std::vector<RowConfig> softmax_space(std::int64_t rows, std::int64_t cols, int e
           t.staged_warps = w;
           t.stage_bytes = s;
         });
-  // Programs striding over rows through two stages each, the next row's copy in flight (stride_stages).
-  if (softmax_staged_fits(cols, element_bytes, opt.backend, opt.tuning) || cols <= kSoftmaxStagedMaxCols)
-    for (int w : {1, 2, 4})
-      space.add(RowVariant::staged, [&](Tuning& t) {
-        t.staged_warps = w;
-        t.stride_stages = true;
-      });
   if (target.clusters && cols <= kSoftmaxClusterMaxCols) space.add(RowVariant::cluster);
   space.add(RowVariant::looped);
   for (int k : {1, 2, 4}) space.add(RowVariant::looped, [&](Tuning& t) { t.looped_programs_per_sm = k; });
