@@ -79,8 +79,9 @@ struct Tuning {
   std::optional<bool> rows_ahead;
   /// Whether the staged kernels' programs (or clusters) stride over rows through two stages in turn, each
   /// row's chunk copied while the row before is read from the other stage (softmax_staged_strided_program,
-  /// layernorm_staged_strided_program), as many as the SMs hold; the rule is no until the GPU's A/B says
-  /// otherwise.
+  /// layernorm_staged_strided_program), as many as the SMs hold; the rule is no: measured slower than one
+  /// row a program on every staged shape (two stages halve the programs an SM; bench/NOTES.md), so the
+  /// tuner does not offer it either.
   std::optional<bool> stride_stages;
   /// Whether a call's launches after its first may start while the one before finishes (the split-row
   /// kernels: each group's partials read their rows while the previous group's combine kernel ends, and
