@@ -8,7 +8,7 @@
 //                     attention_naive|matmul]
 //           [--variant automatic|one_program|looped|split|cluster|staged|resident] [--splits N]
 //           [--peel 0|1] [--pack-rows 0|1] [--stage-rows 0|1] [--stage-stores 0|1] [--stride-rows 0|1] [--rows-ahead 0|1] [--stride-stages 0|1] [--shift-affine 0|1]
-//           [--constant-cols 0|1] [--resident-threads T]                      (row kernels' knobs)
+//           [--constant-cols 0|1] [--resident-threads T] [--looped-cluster K]   (row kernels' knobs)
 //           [--dtype f32|f16|bf16] [--rows R] [--cols N]              (row kernels: R rows of N elements)
 //           [--batch B] [--heads H] [--seq S] [--head-dim D] [--causal 0|1]            (attention)
 //           [--m M] [--n N] [--k K] [--gelu 0|1]                                        (matmul)
@@ -84,6 +84,7 @@ void call(const std::map<std::string, std::string>& f) {
   knob("--stride-stages", opt.tuning.stride_stages);
   knob("--shift-affine", opt.tuning.shift_affine);
   if (f.count("--resident-threads")) opt.tuning.resident_threads = static_cast<int>(num("--resident-threads", 0));
+  if (f.count("--looped-cluster")) opt.tuning.looped_cluster = static_cast<int>(num("--looped-cluster", 1));
   FakeMemory mem;
   const std::int64_t n = rows * cols;
   if (kernel == "softmax") {
@@ -135,7 +136,7 @@ int main(int argc, char** argv) {
     static const char* known[] = {"--kernel", "--variant", "--splits", "--dtype", "--rows", "--cols", "--batch", "--heads", "--seq",
                                   "--head-dim", "--causal", "--m", "--n", "--k", "--gelu", "--index", "--arch", "--sms", "--only", "--cubin",
                                   "--peel", "--pack-rows", "--stage-rows", "--stage-stores", "--stride-rows", "--rows-ahead", "--stride-stages", "--shift-affine",
-                                  "--constant-cols", "--resident-threads"};
+                                  "--constant-cols", "--resident-threads", "--looped-cluster"};
     for (const auto& [k, v] : flags)
       if (std::find(std::begin(known), std::end(known), k) == std::end(known)) throw std::invalid_argument("inspect: unknown flag " + k);
     const std::string arch = flags.count("--arch") ? flags["--arch"] : "";

@@ -193,8 +193,9 @@ bool registers_hold(int registers, int block_warps, int blocks) {
 
 // With min_programs_unless_spilling the launch bound is asked only where it changes something: the
 // kernel compiles without it first, and with it only where the registers ptxas chose leave fewer programs
-// per SM than asked; where that compile spills, the first one runs. (Each compile is cached, so the
-// choice costs once per cache.) A bound that registers already meet would only change ptxas's schedule,
+// per SM than asked or the first compile spills (ptxas sometimes spills unbounded, as in the looped
+// cluster kernels); where the bounded compile spills as much or more, the first one runs. (Each compile
+// is cached, so the choice costs once per cache.) A bound that registers already meet would only change ptxas's schedule,
 // which measured slower as often as faster (bench/NOTES.md). `check` sees each generated kernel before
 // it compiles.
 Program::Built Program::build(const Specialization& spec, const std::string& arch,
@@ -210,9 +211,10 @@ Program::Built Program::build(const Specialization& spec, const std::string& arc
   Built free = compiled_for(false);
   const int packed = spec.programs_per_block;
   const int blocks = (options_.min_programs_per_sm + packed - 1) / packed;
-  if (registers_hold(free.compiled->registers, options_.num_warps * packed, blocks)) return free;
+  const auto spills = [](const Built& b) { return b.compiled->spill_stores + b.compiled->spill_loads; };
+  if (registers_hold(free.compiled->registers, options_.num_warps * packed, blocks) && spills(free) == 0) return free;
   Built bounded = compiled_for(true);
-  return bounded.compiled->spill_stores + bounded.compiled->spill_loads > 0 ? free : bounded;
+  return spills(bounded) > 0 && spills(bounded) >= spills(free) ? free : bounded;
 }
 
 CompiledInfo Program::compile(const Specialization& spec, const std::string& arch) const {

@@ -1,5 +1,6 @@
-// The looped LayerNorm (one program per row looping over it, shifted sums in one pass, then normalize)
-// and the split-row pair (partial sums, then combine and normalize), for f32, f16 and bf16.
+// The looped LayerNorm (one program per row looping over it, or a cluster of programs per row with
+// looped_cluster_size; shifted sums in one pass, then normalize) and the split-row pair (partial sums,
+// then combine and normalize), for f32, f16 and bf16.
 #include <array>
 
 #include "kernels/layernorm/launchers.hpp"
@@ -7,8 +8,46 @@
 
 namespace tilefuse::kernels::layernorm_launch {
 
+namespace {
+// The looped LayerNorm over clusters of programs (looped_cluster_size > 1), w and b from shifted
+// copies where the one-program-per-row kernel would take them.
+void looped_cluster(const RowCall& call, const Args& a) {
+  const Arg n = i32(call.cols);
+  with_float_dtype(a.x.dtype, [&]<class T>() {
+    static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps", "chunk", "splits", "rows", "copy_stride"};
+    const bool peel = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
+    const bool shifted = peel && shifted_affine(call.opt.tuning, call.rows, element_bytes_of<T>());
+    KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
+    const LoopedCluster c = looped_cluster(call, element_bytes_of<T>(), peel, kLoopBlock, shape.warps);
+    shape.cluster = static_cast<int>(c.splits);
+    // As many programs an SM as one per row keeps (kLoopedResidentThreads), where ptxas fits them
+    // without spilling (the cluster's indices cost registers): the rows in flight are then the clusters'
+    // share of those.
+    const int per_sm = kLoopedResidentThreads / (32 * shape.warps);
+    shape.min_programs = per_sm;
+    shape.min_programs_unless_spilling = true;
+    auto name = [&] { return "layernorm_looped_cluster" + std::to_string(c.splits) + (shifted ? "_shifted" : peel ? "_peeled" : ""); };
+    Program& p = shifted ? kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock, true, true>>(shape, name, params)
+                 : peel  ? kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock, true>>(shape, name, params)
+                         : kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock>>(shape, name, params);
+    const Arg chunk = i32(c.chunk), splits = i32(c.splits), rows = i32(call.rows);
+    if (shifted) {
+      LaunchChain chain(call);
+      const ShiftedAffine wb = launch_shifted_affine(call, a, chain);
+      const auto args = std::array{a.x, wb.w, wb.b, a.y, a.mean, a.rstd, n, n, Arg::of_f32(a.eps), chunk, splits, rows, wb.copy_stride};
+      chain(p, Grid(looped_cluster_programs(call, shape, per_sm, c.splits, call.cols * element_bytes_of<T>(), p, args)), args);
+      return;
+    }
+    const auto args = std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, Arg::of_f32(a.eps), chunk, splits, rows, i32(0)};
+    launch(call, p, Grid(looped_cluster_programs(call, shape, per_sm, c.splits, call.cols * element_bytes_of<T>(), p, args)), args);
+  });
+}
+}  // namespace
+
 void looped(const RowCall& call, const Args& a) {
   check_layernorm(call, a);
+  if (looped_cluster_size(call, ir::dtype_bytes(a.x.dtype), looped_shape(call.opt.tuning, kLoopBlock).warps) > 1)
+    return looped_cluster(call, a);
   const Arg n = i32(call.cols);
   with_float_dtype(a.x.dtype, [&]<class T>() {
     const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);

@@ -33,6 +33,7 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
     for (int w : {2, 4, 8}) space.add(RowVariant::staged, [&](Tuning& t) { t.staged_warps = w; });
   if (target.clusters && cols <= kNormClusterMaxCols) space.add(RowVariant::cluster);
   space.add(RowVariant::looped);
+  looped_cluster_configs(space, target, cols, layernorm_launch::kLoopBlock);
   if (cols >= 2 * layernorm_launch::kLoopBlock) space.add(RowVariant::split);
   (void)rows;
   return std::move(space).configs();

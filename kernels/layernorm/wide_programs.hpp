@@ -71,42 +71,61 @@ void normalize_affine_range(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T>
   });
 }
 
-// The looped LayerNorm of row program_id(0) (layernorm_looped_program and, with `copy_stride`,
-// layernorm_looped_shifted_program): the sums' pass, then, with `copy_stride` (PEEL only), a wait for the
+// A program's columns of a row shared by a thread-block cluster (Tuning::looped_cluster): [start, start +
+// chunk) of the row (of its aligned window with PEEL).
+struct ClusterPart {
+  tl::Scalar<tl::i32> start, chunk;
+};
+
+// The looped LayerNorm of row `row` (layernorm_looped_program and, with `copy_stride`,
+// layernorm_looped_shifted_program; with `part`, the cluster programs' share of it): the sums' pass (with
+// `part`, added over the cluster: tl::cluster_sum), then, with `copy_stride` (PEEL only), a wait for the
 // launch before that wrote w and b's shifted copies and the normalizing pass reading the copy of the
-// row's head at its window's indices; without it, w and b at the row's columns.
+// row's head at its window's indices; without it, w and b at the row's columns. The program at the row's
+// start writes its mean and rstd.
 template <class T, int BLOCK, bool PEEL>
 void looped_row(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out, tl::Ptr<tl::f32> rstd_out,
                 tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::f32> eps,
-                std::optional<tl::Scalar<tl::i32>> copy_stride) {
-  auto row = tl::program_id(0);
+                std::optional<tl::Scalar<tl::i32>> copy_stride, tl::Scalar<tl::i32> row, std::optional<ClusterPart> part) {
   auto zero = tl::scalar<tl::i32>(0);
   auto shift = tl::cast<tl::f32>(tl::load(x + row * stride));
+  auto start = part ? part->start : zero;
+  auto ends = [&](tl::Scalar<tl::i32> whole) { return part ? tl::Scalar<tl::i32>(tl::minimum(start + part->chunk, whole)) : whole; };
+  auto moments_of = [&](std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> sums) {
+    auto [s1, s2] = sums;
+    if (part) return shifted_moments(tl::cluster_sum(s1), tl::cluster_sum(s2), tl::cast<tl::f32>(n), eps);
+    return shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+  };
   auto [mean_shifted, rstd] = [&] {
     if constexpr (PEEL) {
       auto [base, head] = row_window<T>(row * stride);
-      auto [s1, s2] = shifted_sums<T, BLOCK, true>(x, base, shift, zero, head + n, head);
-      auto moments = shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+      auto end = ends(head + n);
+      auto moments = moments_of(shifted_sums<T, BLOCK, true>(x, base, shift, start, end, head));
       if (copy_stride) {
         tl::gdc_wait();
         auto copy = head * *copy_stride;
-        normalize_affine_range<T, BLOCK, true, true>(x, w + copy, b + copy, y, base, zero, head + n, shift, std::get<0>(moments),
+        normalize_affine_range<T, BLOCK, true, true>(x, w + copy, b + copy, y, base, start, end, shift, std::get<0>(moments),
                                                      std::get<1>(moments), head);
       } else {
-        normalize_affine_range<T, BLOCK, true>(x, w, b, y, base, zero, head + n, shift, std::get<0>(moments), std::get<1>(moments),
-                                               head);
+        normalize_affine_range<T, BLOCK, true>(x, w, b, y, base, start, end, shift, std::get<0>(moments), std::get<1>(moments), head);
       }
       return moments;
     } else {
       auto base = row * stride;
-      auto [s1, s2] = shifted_sums<T, BLOCK>(x, base, shift, zero, n);
-      auto moments = shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
-      normalize_affine_range<T, BLOCK>(x, w, b, y, base, zero, n, shift, std::get<0>(moments), std::get<1>(moments));
+      auto end = ends(n);
+      auto moments = moments_of(shifted_sums<T, BLOCK>(x, base, shift, start, end));
+      normalize_affine_range<T, BLOCK>(x, w, b, y, base, start, end, shift, std::get<0>(moments), std::get<1>(moments));
       return moments;
     }
   }();
-  tl::store(mean_out + row, shift + mean_shifted);
-  tl::store(rstd_out + row, rstd);
+  if (part) {
+    auto first = start == 0;
+    tl::store(mean_out + row, shift + mean_shifted, first);
+    tl::store(rstd_out + row, rstd, first);
+  } else {
+    tl::store(mean_out + row, shift + mean_shifted);
+    tl::store(rstd_out + row, rstd);
+  }
 }
 
 }  // namespace detail
@@ -120,7 +139,7 @@ template <class T, int BLOCK, bool PEEL = false>
 void layernorm_looped_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                               tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                               tl::Scalar<tl::f32> eps) {
-  detail::looped_row<T, BLOCK, PEEL>(x, w, b, y, mean_out, rstd_out, stride, n, eps, std::nullopt);
+  detail::looped_row<T, BLOCK, PEEL>(x, w, b, y, mean_out, rstd_out, stride, n, eps, std::nullopt, tl::program_id(0), std::nullopt);
 }
 
 /// layernorm_looped_program through windows with w and b from their shifted copies
@@ -131,7 +150,29 @@ template <class T, int BLOCK>
 void layernorm_looped_shifted_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                                       tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                                       tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> copy_stride) {
-  detail::looped_row<T, BLOCK, true>(x, w, b, y, mean_out, rstd_out, stride, n, eps, copy_stride);
+  detail::looped_row<T, BLOCK, true>(x, w, b, y, mean_out, rstd_out, stride, n, eps, copy_stride, tl::program_id(0), std::nullopt);
+}
+
+/// The looped LayerNorm with each row shared by a thread-block cluster of `splits` programs
+/// (Tuning::looped_cluster): program pid loops over columns [start, start + chunk) of its cluster's rows
+/// (start = (pid % splits) * chunk, a whole number of BLOCK pieces; of the row's aligned window with PEEL),
+/// the shifted sums add over the cluster (tl::cluster_sum), and the clusters stride over rows, so that the
+/// rows in flight are a cluster's fraction of one-program-per-row's and the normalizing pass finds its row
+/// in the L2. With SHIFTED (PEEL only), w and b come from their shifted copies as in
+/// layernorm_looped_shifted_program (`copy_stride`; unused without).
+template <class T, int BLOCK, bool PEEL = false, bool SHIFTED = false>
+void layernorm_looped_cluster_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                                      tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
+                                      tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits,
+                                      tl::Scalar<tl::i32> rows, tl::Scalar<tl::i32> copy_stride) {
+  static_assert(PEEL || !SHIFTED, "tilefuse: shifted copies of w and b serve rows read through windows only");
+  auto pid = tl::program_id(0);
+  const detail::ClusterPart part{(pid % splits) * chunk, chunk};
+  // Every program of a cluster takes the same rows, so all of them reach each cluster reduction.
+  tl::for_range(pid / splits, rows, tl::num_programs(0) / splits, [&](auto row) {
+    detail::looped_row<T, BLOCK, PEEL>(x, w, b, y, mean_out, rstd_out, stride, n, eps,
+                                       SHIFTED ? std::optional<tl::Scalar<tl::i32>>(copy_stride) : std::nullopt, row, part);
+  });
 }
 
 /// Split-row LayerNorm, kernel 1 of 2: program (r, split) of a launch over rows first_row + r writes the

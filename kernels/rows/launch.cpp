@@ -78,6 +78,32 @@ std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int
   return std::clamp<std::int64_t>(resident, multiple, by_rows);
 }
 
+int looped_cluster_size(const RowCall& call, int element_bytes, int warps) {
+  if (call.opt.tuning.looped_cluster) return *call.opt.tuning.looped_cluster;
+  return looped_cluster_rule(call.target(), call.rows, call.cols * element_bytes, warps, call.opt.tuning);
+}
+
+LoopedCluster looped_cluster(const RowCall& call, int element_bytes, bool peel, std::int64_t block, int warps) {
+  const std::int64_t splits = looped_cluster_size(call, element_bytes, warps);
+  if (splits > 1 && !call.target().clusters)
+    throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": Tuning::looped_cluster = " + std::to_string(splits) +
+                                " needs thread-block clusters (sm_90); this GPU is " + call.target().arch + " (1 runs anywhere)");
+  const std::int64_t width = peel ? window_cols(call.cols, element_bytes) : call.cols;
+  return {splits, split_row_chunk(call.entry, width, splits, 8, block)};
+}
+
+std::int64_t looped_cluster_programs(const RowCall& call, const KernelShape& shape, int per_sm, std::int64_t splits,
+                                     std::int64_t row_bytes, Program& program, std::span<const Arg> args) {
+  KernelShape counted = shape;
+  counted.min_programs = per_sm;
+  const int multiple = static_cast<int>(splits);
+  const std::int64_t programs = strided_programs(call, counted, multiple, &program, args);
+  const Target target = call.target();
+  if (!target.gpu) return programs;
+  const std::int64_t in_l2 = std::max<std::int64_t>(1, target.l2_bytes * kL2ReusePercent / 100 / std::max<std::int64_t>(1, row_bytes));
+  return std::min(programs, in_l2 * splits);
+}
+
 StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_bytes, std::int64_t stage_bytes, bool peel,
                        const char* alternative) {
   const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, call.opt.tuning.stage_bytes.value_or(stage_bytes) / element_bytes);

@@ -36,6 +36,13 @@ struct Tuning {
   /// At most this many programs per SM for the looped softmax, each striding over rows (1 to 64); the
   /// rule is one program per row.
   std::optional<int> looped_programs_per_sm;
+  /// Programs of a thread-block cluster that share each row of the looped kernels (1 to 8; more than 1
+  /// needs sm_90): each loops over its 1/k of the row, the row's max and sum (mean and rstd) combine over
+  /// the cluster (tl::cluster_max, tl::cluster_sum), and the clusters stride over rows, no more of them in
+  /// flight than kL2ReusePercent of the L2 holds, so that each row's second pass finds it there. The rule
+  /// (looped_cluster_rule) is 1 where one program per row keeps its rows in flight within that share or
+  /// rows are few, else the fewest of 2, 4, 8 that do.
+  std::optional<int> looped_cluster;
   /// Programs per SM a launch of the split-row kernels aims for when the automatic choice splits rows
   /// (1 to 64): more splits per row, each a shorter chunk; the rule is 4.
   std::optional<int> split_programs_per_sm;

@@ -79,6 +79,7 @@ void validate(const Tuning& t) {
   check_range(t.stage_bytes, std::int64_t{8192}, std::int64_t{131072}, false, "stage_bytes", "from 8192 to 131072");
   check_range(t.shared_carveout, -1, 100, false, "shared_carveout", "from -1 to 100");
   check_range(t.looped_programs_per_sm, 1, 64, false, "looped_programs_per_sm", "from 1 to 64");
+  check_range(t.looped_cluster, 1, 8, false, "looped_cluster", "from 1 to 8");
   check_range(t.split_programs_per_sm, 1, 64, false, "split_programs_per_sm", "from 1 to 64");
   check_range(t.split_group_bytes, std::int64_t{1} << 20, std::int64_t{1} << 30, false, "split_group_bytes", "from 2^20 to 2^30");
 }
@@ -162,6 +163,16 @@ bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t
   std::int64_t per_sm = std::max(1, tuning.resident_threads.value_or(kLoopedResidentThreads) / (32 * std::max(1, warps)));
   if (tuning.looped_programs_per_sm) per_sm = std::min<std::int64_t>(per_sm, *tuning.looped_programs_per_sm);
   return std::min(rows, per_sm * sms) * row_bytes * 100 <= target.l2_bytes * kL2ReusePercent;
+}
+
+int looped_cluster_rule(const Target& target, std::int64_t rows, std::int64_t row_bytes, int warps, const Tuning& tuning) {
+  const std::int64_t sms = std::max(1, target.sm_count);
+  if (!target.gpu || !target.clusters || rows < 2 * sms) return 1;
+  std::int64_t per_sm = std::max(1, tuning.resident_threads.value_or(kLoopedResidentThreads) / (32 * std::max(1, warps)));
+  if (tuning.looped_programs_per_sm) per_sm = std::min<std::int64_t>(per_sm, *tuning.looped_programs_per_sm);
+  for (int k : {1, 2, 4, 8})  // clusters of k keep 1/k of the rows in flight
+    if (std::min(rows, per_sm * sms / k) * row_bytes * 100 <= target.l2_bytes * kL2ReusePercent) return k;
+  return 8;
 }
 
 std::int64_t auto_stage_cols(int element_bytes, const Tuning& tuning) {

@@ -140,6 +140,17 @@ inline constexpr int kLoopedResidentThreads = 1024;
 /// moves fewer bytes. The interpreter (no L2, no SMs): yes, the looped kernels run on every target.
 bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t row_bytes, int warps, const Tuning& tuning = {});
 
+/// Programs of a thread-block cluster that share each row of the looped kernels unless
+/// Tuning::looped_cluster says otherwise: 1 where one program per row keeps its rows in flight within
+/// kL2ReusePercent of the L2 (looped_rereads_fit_l2), where rows are few (fewer than two a SM: a cluster
+/// per row would leave SMs idle; the split kernels' class) and without clusters; else the fewest of 2, 4
+/// and 8 whose clusters keep few enough rows in flight (8 where none does). The automatic choice sends
+/// such rows to the looped kernel only where no staged cluster holds them (rows of over 512 KB): there
+/// clusters of 4 and 8 measured +0.06 to +0.09 x copy over one program per row (1186x147408 f32, H100);
+/// where staged clusters or one program per row take the rows, they lost (bench/NOTES.md, "Looped rows
+/// over clusters").
+int looped_cluster_rule(const Target& target, std::int64_t rows, std::int64_t row_bytes, int warps, const Tuning& tuning = {});
+
 /// Largest stage the automatic choice lets one program of a staged cluster hold (the launchers size the
 /// stages of a row by its chunk, at least the family's own stage): 64 KB stages beat the looped kernels,
 /// 128 KB stages lost to them (softmax, bench/NOTES.md); LayerNorm's rows of 256-512 KB, staged in

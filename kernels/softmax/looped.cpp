@@ -1,5 +1,6 @@
-// The looped softmax (one program per row looping over it, online max and sum) and the split-row pair
-// (partials, then combine and normalize), for f32, f16 and bf16.
+// The looped softmax (one program per row looping over it, online max and sum; or a cluster of programs
+// per row, looped_cluster_size) and the split-row pair (partials, then combine and normalize), for f32,
+// f16 and bf16.
 #include <array>
 
 #include "kernels/softmax/launchers.hpp"
@@ -7,9 +8,36 @@
 
 namespace tilefuse::kernels::softmax_launch {
 
+namespace {
+// The looped softmax over clusters of programs (looped_cluster_size > 1).
+void looped_cluster(const RowCall& call, const Args& a) {
+  const Arg n = i32(call.cols);
+  with_float_dtype(a.in.dtype, [&]<class T>() {
+    static constexpr const char* params[] = {"in", "out", "stride", "n_cols", "chunk", "splits", "rows"};
+    const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
+    KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
+    const LoopedCluster c = looped_cluster(call, element_bytes_of<T>(), peel, kLoopBlock, shape.warps);
+    shape.cluster = static_cast<int>(c.splits);
+    // As many programs an SM as one per row keeps (kLoopedResidentThreads), where ptxas fits them
+    // without spilling (the cluster's indices cost registers): the rows in flight are then the clusters'
+    // share of those.
+    const int per_sm = kLoopedResidentThreads / (32 * shape.warps);
+    shape.min_programs = per_sm;
+    shape.min_programs_unless_spilling = true;
+    auto name = [&] { return "softmax_looped_cluster" + std::to_string(c.splits) + (peel ? "_peeled" : ""); };
+    Program& p = peel ? kernel_for<&softmax_looped_cluster_program<T, kLoopBlock, true>>(shape, name, params)
+                      : kernel_for<&softmax_looped_cluster_program<T, kLoopBlock>>(shape, name, params);
+    const auto args = std::array{a.in, a.out, n, n, i32(c.chunk), i32(c.splits), i32(call.rows)};
+    launch(call, p, Grid(looped_cluster_programs(call, shape, per_sm, c.splits, call.cols * element_bytes_of<T>(), p, args)), args);
+  });
+}
+}  // namespace
+
 void looped(const RowCall& call, const Args& a) {
   check_matrix(call, "in", a.in);
   check_matrix(call, "out", a.out);
+  if (looped_cluster_size(call, ir::dtype_bytes(a.in.dtype), looped_shape(call.opt.tuning, kLoopBlock).warps) > 1)
+    return looped_cluster(call, a);
   const Arg n = i32(call.cols);
   const std::int64_t programs = strided_row_programs(call.rows, call.opt);
   with_float_dtype(a.in.dtype, [&]<class T>() {

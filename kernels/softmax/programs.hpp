@@ -212,6 +212,34 @@ void softmax_looped_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> s
   });
 }
 
+/// The looped softmax with each row shared by a thread-block cluster of `splits` programs
+/// (Tuning::looped_cluster): program pid loops over columns [start, start + chunk) of its cluster's rows
+/// (start = (pid % splits) * chunk, a whole number of BLOCK pieces; of the row's aligned window with PEEL),
+/// the row's max and sum combine over the cluster (tl::cluster_max, tl::cluster_sum, as the split-row
+/// combine does through memory), and the clusters stride over rows, so that the rows in flight are a
+/// cluster's fraction of one-program-per-row's and the second pass finds its row in the L2.
+template <class T, int BLOCK, bool PEEL = false>
+void softmax_looped_cluster_program(tl::Ptr<T> in, tl::Ptr<T> out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n_cols,
+                                    tl::Scalar<tl::i32> chunk, tl::Scalar<tl::i32> splits, tl::Scalar<tl::i32> rows) {
+  auto pid = tl::program_id(0);
+  auto start = (pid % splits) * chunk;
+  // Every program of a cluster takes the same rows, so all of them reach each cluster reduction.
+  tl::for_range(pid / splits, rows, tl::num_programs(0) / splits, [&](auto row) {
+    auto [base, first, end] = [&] {
+      if constexpr (PEEL) {
+        auto [window, head] = row_window<T>(row * stride);
+        return std::tuple{window, head, tl::minimum(start + chunk, head + n_cols)};
+      } else {
+        return std::tuple{row * stride, tl::scalar<tl::i32>(0), tl::minimum(start + chunk, n_cols)};
+      }
+    }();
+    auto [m, s] = detail::online_max_sum<T, BLOCK, PEEL>(in, base, start, end, first);
+    auto row_max = tl::cluster_max(m);
+    auto row_sum = tl::cluster_sum(tl::where(m == -tl::inf, s, s * tl::exp(m - row_max)));  // (as online_max_sum)
+    detail::normalize_range<T, BLOCK, PEEL>(in, out, base, start, end, row_max, row_sum, first);
+  });
+}
+
 /// Split-row softmax, kernel 1 of 2: program (r, split) of a launch over rows first_row + r writes the max
 /// and the sum of exp(x - max) of its `chunk` columns to partial_max/partial_sum[r * splits + split]: the
 /// grid-wide reduction's first pass, for rows too wide (and too few) to keep the GPU busy one program per

@@ -30,6 +30,7 @@ std::vector<RowConfig> softmax_space(std::int64_t rows, std::int64_t cols, int e
   if (target.clusters && cols <= kSoftmaxClusterMaxCols) space.add(RowVariant::cluster);
   space.add(RowVariant::looped);
   for (int k : {1, 2, 4}) space.add(RowVariant::looped, [&](Tuning& t) { t.looped_programs_per_sm = k; });
+  looped_cluster_configs(space, target, cols, softmax_launch::kLoopBlock);
   if (cols >= 2 * softmax_launch::kLoopBlock) space.add(RowVariant::split);
   (void)rows;
   return std::move(space).configs();

@@ -62,6 +62,8 @@ const std::vector<Knob>& knobs() {
       {"looped_programs_per_sm",
        [](const Tuning& t) { return t.looped_programs_per_sm ? std::optional<std::int64_t>(*t.looped_programs_per_sm) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.looped_programs_per_sm = static_cast<int>(v); }},
+      {"looped_cluster", [](const Tuning& t) { return t.looped_cluster ? std::optional<std::int64_t>(*t.looped_cluster) : std::nullopt; },
+       [](Tuning& t, std::int64_t v) { t.looped_cluster = static_cast<int>(v); }},
       {"split_programs_per_sm",
        [](const Tuning& t) { return t.split_programs_per_sm ? std::optional<std::int64_t>(*t.split_programs_per_sm) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.split_programs_per_sm = static_cast<int>(v); }},
@@ -99,6 +101,12 @@ void keep(const std::string& key, const RowConfig& config) {
 }
 
 }  // namespace
+
+void looped_cluster_configs(RowSpace& space, const Target& target, std::int64_t cols, std::int64_t block) {
+  if (!target.clusters) return;
+  for (int k : {1, 2, 4, 8})
+    if (cols >= k * block) space.add(RowVariant::looped, [&](Tuning& t) { t.looped_cluster = k; });
+}
 
 void narrow_row_configs(RowSpace& space, std::int64_t cols, int element_bytes, const Tuning& base, bool column_operands) {
   if (!packable_rows(cols, element_bytes)) return;

@@ -59,6 +59,11 @@ class RowSpace {
 /// shapes and loses on others (bench/NOTES.md, "Narrow rows copied into the stage").
 void narrow_row_configs(RowSpace& space, std::int64_t cols, int element_bytes, const Tuning& base, bool column_operands);
 
+/// Adds to `space` the looped kernel with each row shared by clusters of 1, 2, 4 and 8 programs
+/// (Tuning::looped_cluster) on a `target` with clusters, each where every program of the cluster gets at
+/// least one `block`-column piece of a row of `cols`.
+void looped_cluster_configs(RowSpace& space, const Target& target, std::int64_t cols, std::int64_t block);
+
 /// A configuration as text ("looped looped_programs_per_sm=2"), as records and reports write it.
 std::string describe(const RowConfig& config);
 /// The configuration describe() wrote; nothing for text it did not write.

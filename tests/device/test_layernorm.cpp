@@ -26,7 +26,8 @@ void check_layernorm(std::int64_t rows, std::int64_t cols, float mean = 0.f, Row
                std::to_string(rows) + "x" + std::to_string(cols) + " seed " + std::to_string(seed) +
                (tuning.constant_cols ? (*tuning.constant_cols ? " width compiled in" : " width an argument") : "") +
                (tuning.rows_ahead ? (*tuning.rows_ahead ? " rows ahead" : " rows not ahead") : "") +
-               (tuning.stride_stages.value_or(false) ? " strided stages" : ""));
+               (tuning.stride_stages.value_or(false) ? " strided stages" : "") +
+               (tuning.looped_cluster ? " looped_cluster " + std::to_string(*tuning.looped_cluster) : ""));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, mean, stddev);
   auto hw = reference::random_vector<H>(cols, seed + 1);
@@ -176,6 +177,20 @@ TEST_F(Gpu, LayerNormStridedStagedReadsOnce) {
   check_layernorm<bfloat16>(201, 57481, 0.f, RowVariant::staged, 1, 1.f, t);
   check_layernorm<half>(64, 131072, 3.f, RowVariant::staged, 1, 1.f, t);
   check_layernorm<half>(7, 20001, 0.f, RowVariant::staged, 1, 1.f, t);
+}
+
+// Rows shared by clusters of 2 to 8 programs (Tuning::looped_cluster), the clusters striding over more
+// rows than the L2 lets into flight at once: against float64 and the interpreter, through windows (w and b
+// from shifted copies for the 300 half rows), at a large mean, few rows.
+TEST_F(Gpu, LayerNormLoopedCluster) {
+  for (int k : {2, 3, 8}) {
+    kernels::Tuning t;
+    t.looped_cluster = k;
+    check_layernorm<float>(600, 9000, 0.f, RowVariant::looped, 1, 1.f, t);
+    if (k == 2) check_layernorm<half>(300, 100001, 0.f, RowVariant::looped, 1, 1.f, t);  // the L2 lets 240 rows into flight
+    check_layernorm<bfloat16>(40, 131075, 3.f, RowVariant::looped, 1, 1.f, t);
+    check_layernorm<float>(3, 588615, 1e3f, RowVariant::looped, 1, 1.f, t);
+  }
 }
 
 // Few wide rows, as layernorm_auto takes them: split over the GPU with the library's workspace, in groups

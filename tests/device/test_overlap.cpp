@@ -116,10 +116,10 @@ TEST_F(Gpu, OverlappedSplitLayerNormKeepsEveryRow) {
 // which overlaps it) and element by element: the same bits, float64's values; then a second call with
 // other w and b on the same stream, which rewrites the copies the first call's kernel read.
 template <class H>
-void check_shifted_affine(std::int64_t rows, std::int64_t cols, RowVariant variant) {
+void check_shifted_affine(std::int64_t rows, std::int64_t cols, RowVariant variant, const kernels::Tuning& base = {}) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("layernorm shifted w and b ") + kernels::variant_name(variant) + " " + std::to_string(rows) + "x" +
-               std::to_string(cols) + " seed " + std::to_string(seed));
+               std::to_string(cols) + " seed " + std::to_string(seed) + " looped_cluster " + std::to_string(base.looped_cluster.value_or(1)));
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   const auto hx = reference::random_vector<H>(n, seed);
   const auto hw = reference::random_vector<H>(cols, seed + 1);
@@ -131,6 +131,7 @@ void check_shifted_affine(std::int64_t rows, std::int64_t cols, RowVariant varia
   std::vector<H> out[2];
   for (bool shifted : {false, true}) {
     kernels::RowOptions opt{Backend::gpu};
+    opt.tuning = base;
     opt.tuning.shift_affine = shifted;
     y.fill_bytes(0xff);
     y2.fill_bytes(0xff);
@@ -155,6 +156,9 @@ TEST_F(Gpu, ShiftedCopiesOfWAndBGiveTheSameBits) {
   check_shifted_affine<half>(77, 9001, RowVariant::one_program);  // pieces past the strided kernel's widest
   check_shifted_affine<bfloat16>(300, 20853, RowVariant::looped);
   check_shifted_affine<float>(130, 18179, RowVariant::looped);
+  kernels::Tuning cluster;
+  cluster.looped_cluster = 4;
+  check_shifted_affine<bfloat16>(300, 20853, RowVariant::looped, cluster);  // rows shared by clusters of 4
   check_shifted_affine<half>(300, 75541, RowVariant::staged);     // a cluster of stages per row
   check_shifted_affine<bfloat16>(260, 129309, RowVariant::staged);
   check_shifted_affine<half>(300, 9001, RowVariant::staged);      // one stage per row

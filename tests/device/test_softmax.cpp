@@ -123,7 +123,8 @@ template <class H>
 void check_variant(std::int64_t rows, std::int64_t cols, RowVariant variant, const kernels::Tuning& tuning = {}) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("softmax ") + kernels::variant_name(variant) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
-               " seed " + std::to_string(seed) + (tuning.stride_stages.value_or(false) ? " strided" : ""));
+               " seed " + std::to_string(seed) + (tuning.stride_stages.value_or(false) ? " strided" : "") +
+               (tuning.looped_cluster ? " looped_cluster " + std::to_string(*tuning.looped_cluster) : ""));
   const kernels::RowOptions gpu_opt{Backend::gpu, nullptr, tuning}, interp_opt{Backend::interpreter, nullptr, tuning};
   const std::size_t n = static_cast<std::size_t>(rows * cols);
   auto hx = reference::random_vector<H>(n, seed, 0.f, 3.f);
@@ -212,6 +213,19 @@ TEST_F(Gpu, StridedStagedSoftmaxReadsOnce) {
   check_variant<bfloat16>(201, 57481, RowVariant::staged, t);
   check_variant<half>(64, 131072, RowVariant::staged, t);
   check_variant<half>(2000, 1027, RowVariant::staged, t);
+}
+
+// Rows shared by clusters of 2 to 8 programs (Tuning::looped_cluster), the clusters striding over more
+// rows than the L2 lets into flight at once: against float64 and the interpreter, through windows, few rows.
+TEST_F(Gpu, LoopedClusterSoftmax) {
+  for (int k : {2, 3, 8}) {
+    kernels::Tuning t;
+    t.looped_cluster = k;
+    check_variant<float>(600, 9000, RowVariant::looped, t);
+    if (k == 2) check_variant<bfloat16>(300, 100001, RowVariant::looped, t);  // the L2 lets 240 rows into flight
+    check_variant<half>(3, 588615, RowVariant::looped, t);
+    check_variant<float>(5, 7, RowVariant::looped, t);
+  }
 }
 
 // Rows over resident groups, read once: each row staged over a group of programs all resident at once,

@@ -187,10 +187,10 @@ namespace {
 // element (Tuning::shift_affine true and false): the same bits (the same values meet the same
 // arithmetic), and float64's values. Rows of an odd width start at every offset from their windows.
 template <class H>
-void check_shifted_affine(std::int64_t rows, std::int64_t cols, RowVariant variant) {
+void check_shifted_affine(std::int64_t rows, std::int64_t cols, RowVariant variant, const kernels::Tuning& base = {}) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(std::string("layernorm shifted w and b ") + kernels::variant_name(variant) + " " + std::to_string(rows) + "x" +
-               std::to_string(cols) + " seed " + std::to_string(seed));
+               std::to_string(cols) + " seed " + std::to_string(seed) + " looped_cluster " + std::to_string(base.looped_cluster.value_or(1)));
   auto x = reference::random_vector<H>(rows * cols, seed);
   auto w = reference::random_vector<H>(cols, seed + 1);
   auto b = reference::random_vector<H>(cols, seed + 2);
@@ -200,6 +200,7 @@ void check_shifted_affine(std::int64_t rows, std::int64_t cols, RowVariant varia
     y[shifted].assign(x.size(), reference::from_float<H>(std::nanf("")));
     kernels::RowStats<std::vector<float>> stats{std::vector<float>(rows, std::nanf("")), std::vector<float>(rows, std::nanf(""))};
     kernels::RowOptions opt{Backend::interpreter};
+    opt.tuning = base;
     opt.tuning.shift_affine = shifted;
     kernels::layernorm_auto(x, w, b, y[shifted], stats, rows, cols, 1e-5f, opt, variant);
     mean[shifted] = stats.mean;
@@ -230,6 +231,21 @@ TEST(LayerNormInterp, LoopedAnyWidth) {
   for (std::int64_t cols : {1000, 16384, 16385}) check_layernorm<float>(2, cols, 0.f, 1.f, RowVariant::automatic);
   check_layernorm<bfloat16>(2, 65536, 0.f, 1.f, RowVariant::looped);
   check_layernorm<half>(2, 12288, 0.f, 1.f, RowVariant::looped);
+}
+
+// Rows shared by clusters of 2, 3 and 8 programs (Tuning::looped_cluster), the clusters striding over
+// rows (two of them in the interpreter): chunks ragged or empty, rows through windows, a large mean (each
+// chunk shifts by the row's first element), w and b from their shifted copies.
+TEST(LayerNormInterp, LoopedClusterMatchesFloat64) {
+  for (int k : {2, 3, 8}) {
+    kernels::Tuning t;
+    t.looped_cluster = k;
+    for (std::int64_t rows : {1, 2, 5}) check_layernorm<float>(rows, 9000, 0.f, 1.f, RowVariant::looped, 1, t);
+    check_layernorm<float>(3, 7, 0.f, 1.f, RowVariant::looped, 1, t);  // every program but the first idle
+    check_layernorm<float>(3, 20000, 1e4f, 1.f, RowVariant::looped, 1, t);
+    check_layernorm<half>(3, 12289, 0.f, 1.f, RowVariant::looped, 1, t);  // through windows
+    check_shifted_affine<bfloat16>(37, 20001, RowVariant::looped, t);
+  }
 }
 
 TEST(LayerNormInterp, SplitRowAnyWidth) {

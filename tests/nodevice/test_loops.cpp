@@ -10,6 +10,7 @@
 #include "backend/nvrtc/nvrtc.hpp"
 #include "kernels/reference.hpp"
 #include "kernels/rows/programs.hpp"
+#include "kernels/rows/rules.hpp"
 #include "kernels/softmax/programs.hpp"
 #include "kernels/softmax/softmax.hpp"
 #include "tests/common/programs.hpp"
@@ -210,6 +211,29 @@ TEST(Loops, LoopedSoftmaxMatchesFloat64) {
   for (std::int64_t cols : {1, 7, 4096, 5000, 20000}) test::check_softmax_interpreter<float>(3, cols, kernels::RowVariant::looped);
   test::check_softmax_interpreter<bfloat16>(2, 131072, kernels::RowVariant::looped);
   test::check_softmax_interpreter<half>(2, 9000, kernels::RowVariant::looped);
+}
+
+// Rows shared by clusters of 2, 3 and 8 programs (Tuning::looped_cluster), the clusters striding over
+// rows (two of them in the interpreter): chunks ragged or empty, rows through windows; the kernel
+// compiles for sm_90 without spilling.
+TEST(Loops, LoopedClusterSoftmaxMatchesFloat64) {
+  for (int k : {2, 3, 8}) {
+    kernels::Tuning t;
+    t.looped_cluster = k;
+    for (std::int64_t rows : {1, 2, 5}) test::check_softmax_interpreter<float>(rows, 9000, kernels::RowVariant::looped, 0, t);
+    test::check_softmax_interpreter<float>(3, 7, kernels::RowVariant::looped, 0, t);  // every program but the first idle
+    test::check_softmax_interpreter<bfloat16>(3, 40001, kernels::RowVariant::looped, 0, t);  // through windows
+    test::check_softmax_interpreter<half>(2, 9001, kernels::RowVariant::looped, 0, t);
+    kernels::RowOptions opt = test::kInterpreter;
+    opt.tuning = t;
+    const Program& p = *kernels::softmax_programs(kernels::RowVariant::looped, ir::DType::bf16, 40001, opt).at(0);
+    EXPECT_EQ(p.name(), "softmax_looped_cluster" + std::to_string(k) + "_peeled");
+    const auto info = p.compile(p.default_specialization(), "sm_90");
+    EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+  }
+  kernels::Tuning nine;
+  nine.looped_cluster = 9;
+  EXPECT_THROW(kernels::validate(nine), std::invalid_argument);
 }
 
 TEST(Loops, AutomaticVariantTakesEveryWidth) {

@@ -86,6 +86,35 @@ TEST(RowsChoice, WideRowsLoopWhereTheSecondPassFindsThemInTheL2) {
   EXPECT_EQ(kernels::layernorm_choice(1000, 20000, 2, kInterpreter), RowVariant::looped);
 }
 
+// Rows the looped kernels take whose 528 in flight overfill the L2 go to clusters of 2, 4 or 8 programs
+// a row (looped_cluster_rule), the fewest that bring the rows in flight within 80% of the L2 (48 MB).
+TEST(RowsChoice, LoopedRowsShareClustersWhereTheL2CannotHoldTheirRows) {
+  const Target sm90{"sm_90", true, 132, true, 232448, 60 << 20};
+  EXPECT_EQ(kernels::looped_cluster_rule(sm90, 19269, 41706, 8), 1);     // 528 x 42 KB = 22 MB
+  EXPECT_EQ(kernels::looped_cluster_rule(sm90, 1186, 589632, 8), 8);     // 66 x 590 KB = 39 MB
+  EXPECT_EQ(kernels::looped_cluster_rule(sm90, 1000, 200000, 8), 4);     // 132 x 200 KB = 26 MB (264: 53 MB)
+  EXPECT_EQ(kernels::looped_cluster_rule(sm90, 1000, 120000, 8), 2);     // 264 x 120 KB = 32 MB
+  EXPECT_EQ(kernels::looped_cluster_rule(sm90, 1000, 8 << 20, 8), 8);    // none fits: the most
+  EXPECT_EQ(kernels::looped_cluster_rule(sm90, 263, 8 << 20, 8), 1);     // few rows: a cluster each leaves SMs idle
+  EXPECT_EQ(kernels::looped_cluster_rule(Target{}, 1000, 8 << 20, 8), 1);  // the interpreter
+  const Target no_clusters{"sm_80", true, 108, false, 166912, 40 << 20};
+  EXPECT_EQ(kernels::looped_cluster_rule(no_clusters, 1186, 589632, 8), 1);
+  // Fewer rows in flight as the knobs ask: one program a SM holds 132 rows of 200 KB on its own.
+  kernels::Tuning one;
+  one.looped_programs_per_sm = 1;
+  EXPECT_EQ(kernels::looped_cluster_rule(sm90, 1000, 200000, 8, one), 1);
+  // The automatic choice takes the looped kernel there; Tuning::looped_cluster overrides the rule (the
+  // programs an inspection of one row records: one row alone is few).
+  InspectLaunches h200("sm_90", &sm90);
+  kernels::RowOptions opt{Backend::gpu};
+  EXPECT_EQ(kernels::softmax_choice(1186, 147408, 4, opt), RowVariant::looped);
+  EXPECT_EQ(kernels::layernorm_choice(1186, 147408, 4, opt), RowVariant::looped);
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::looped, ir::DType::f32, 147408, opt).at(0)->name(), "softmax_looped");
+  opt.tuning.looped_cluster = 2;
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::looped, ir::DType::f32, 147408, opt).at(0)->name(), "softmax_looped_cluster2");
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 147409, opt).at(0)->name(), "layernorm_looped_cluster2_peeled");
+}
+
 TEST(RowsChoice, SplitGroupsFitTheL2AndTheWorkspace) {
   const Target h200{"sm_90", true, 132, true, 232448, 60 << 20};  // 80% of its L2: 48 MiB a group
   // 16 rows of 2^21 bf16 (4 MiB each, 64 MiB in all): at most 12 rows a group, so two groups of 8 rows,

@@ -67,6 +67,20 @@ TEST(Tune, ConfigurationsReadBackAsWritten) {
             "softmax r1024 c4096 bf16 sm_90");
 }
 
+TEST(Tune, SpacesHoldLoopedClustersWhereEachProgramGetsAPiece) {
+  // Clusters of 1, 2, 4 and 8 programs a row (Tuning::looped_cluster) where each program gets at least a
+  // 4096-column piece.
+  auto clusters = [](const std::vector<kernels::RowConfig>& space) {
+    std::vector<int> k;
+    for (const auto& c : space)
+      if (c.variant == RowVariant::looped && c.tuning.looped_cluster) k.push_back(*c.tuning.looped_cluster);
+    return k;
+  };
+  EXPECT_EQ(clusters(kernels::softmax_space(1000, 147408, 4, kInterp)), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(clusters(kernels::layernorm_space(1000, 147408, 4, kInterp)), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(clusters(kernels::softmax_space(1000, 10000, 4, kInterp)), (std::vector<int>{1, 2}));
+}
+
 TEST(Tune, LayerNormSpaceHoldsTheStagedKernelWhereverItRuns) {
   // The staged warps as candidates at every width the staged kernel takes, as the automatic choice may
   // run it there: one program's stage (32768 columns), a cluster of 8 (262144), none past that.
