@@ -49,6 +49,18 @@ inline constexpr int kNormRowByRowResident = 768;
 /// Widest window (columns) of half rows that LayerNorm's one-program kernel strides over rows for
 /// (Tuning::stride_rows): w and b of such a window take 2 x 16 KB of shared memory per program.
 inline constexpr std::int64_t kNormStridedMaxCols = 8192;
+/// Widest window (bytes) whose strided programs copy each next row into shared memory while the row
+/// before is normalized (Tuning::rows_ahead) unless the knob says otherwise: 8 KB. The copy issued ahead
+/// hides the wait for a row's first bytes, which weighs most against a short row's work; a longer row
+/// pays more for it in instructions than it gains (a window of three 2048-column pieces: 1400 -> 1952
+/// instructions a program). Measured twice on an H100 (bench/NOTES.md, "Looped rows over clusters; rows
+/// copied ahead"): +0.04 to +0.07 x copy at windows of 4.4 to 7 KB, -0.06 at 11 KB.
+inline constexpr std::int64_t kNormAheadMaxBytes = 8192;
+
+/// Whether the strided programs of windows of `window` columns of `element_bytes` copy rows ahead unless
+/// Tuning::rows_ahead says otherwise.
+inline bool rows_ahead_pays(std::int64_t window, int element_bytes) { return window * element_bytes <= kNormAheadMaxBytes; }
+
 /// Threads per SM the strided kernel keeps resident, and launches (Tuning::resident_threads): 640, which
 /// leaves it 96 registers. The one-row kernel it replaces takes 72 to 96; 768 threads capped the strided
 /// one at 80 and spilled (bench/NOTES.md).

@@ -80,8 +80,8 @@ void one_program(const RowCall& call, const Args& a) {
       if (strided) {
         if constexpr (!std::is_same_v<T, tl::f32>) {
           static constexpr const char* strided_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps", "n_rows"};
-          // Rows copied ahead (Tuning::rows_ahead): opt-in until measured on the GPU.
-          const bool ahead = call.opt.tuning.rows_ahead.value_or(false);
+          // Rows copied ahead (Tuning::rows_ahead) where the window is short (rows_ahead_pays).
+          const bool ahead = call.opt.tuning.rows_ahead.value_or(rows_ahead_pays(window, element_bytes_of<T>()));
           auto strided_name = [&] {
             return std::string(ahead ? "layernorm_strided_ahead_" : "layernorm_strided_") + std::to_string(PIECE) +
                    (PIECES > 1 ? "x" + std::to_string(PIECES) : "");

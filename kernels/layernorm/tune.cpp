@@ -20,11 +20,12 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
   if (!whole_vectors(cols, element_bytes))  // rows that are not whole vectors: the other way of reading them
     space.add(RowVariant::automatic, [&](Tuning& t) { t.peel = !layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes); });
   if (cols <= kNormMaxCols && element_bytes < 4 && layernorm_launch::norm_peeled(opt.tuning, cols, element_bytes)) {
-    // Half rows through windows: one row a program or strided, and strided with each next row copied ahead.
+    // Half rows through windows: one row a program or strided, and strided with each next row copied ahead
+    // the other way than the rule (rows_ahead_pays).
     for (bool s : {false, true}) space.add(RowVariant::one_program, [&](Tuning& t) { t.stride_rows = s; });
     space.add(RowVariant::one_program, [&](Tuning& t) {
       t.stride_rows = true;
-      t.rows_ahead = true;
+      t.rows_ahead = !layernorm_launch::rows_ahead_pays(window_cols(cols, element_bytes), element_bytes);
     });
   }
   // Every width the staged kernel takes (a cluster of stages past one, as the automatic choice may run it):

@@ -82,7 +82,8 @@ struct Tuning {
   std::optional<bool> stride_rows;
   /// Whether those strided programs copy each row into shared memory while the row before is normalized
   /// and stored (layernorm_strided_program's AHEAD), so that a program keeps a row in flight through its
-  /// arithmetic; the rule is no until the GPU's A/B says otherwise (tune_layernorm's space holds both).
+  /// arithmetic; the rule (rows_ahead_pays) is yes for windows of at most 8 KB (tune_layernorm's space
+  /// holds both).
   std::optional<bool> rows_ahead;
   /// Whether the staged kernels' programs (or clusters) stride over rows through two stages in turn, each
   /// row's chunk copied while the row before is read from the other stage (softmax_staged_strided_program,

@@ -295,8 +295,10 @@ TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   // program above.
   const kernels::RowOptions opt{Backend::interpreter};
   auto name = [&](ir::DType t, std::int64_t cols) { return kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0)->name(); };
-  EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_strided_512x7");  // 6.5 KB, its window in eighths of 4096
-  EXPECT_EQ(name(ir::DType::f16, 1025), "layernorm_strided_256x5");   // 2050 bytes
+  // Windows of up to 8 KB copy each next row ahead (rows_ahead_pays).
+  EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_strided_ahead_512x7");  // 6.5 KB, its window in eighths of 4096
+  EXPECT_EQ(name(ir::DType::f16, 1025), "layernorm_strided_ahead_256x5");   // 2050 bytes
+  EXPECT_EQ(name(ir::DType::bf16, 5587), "layernorm_strided_2048x3");       // 11 KB
   EXPECT_EQ(name(ir::DType::f16, 1900), "layernorm_peeled_2048");     // a window past 7/8 of its tile: one piece
   EXPECT_EQ(name(ir::DType::f16, 9001), "layernorm_peeled_2048x5");   // a window past kNormStridedMaxCols
   EXPECT_EQ(name(ir::DType::f16, 1023), "layernorm_1024");           // 2046 bytes
@@ -372,7 +374,7 @@ TEST(RowsAlignment, StridedLayerNormMatchesFloat64) {
     check_layernorm<half>(5, 2223, RowVariant::one_program, true, 0.f, false, false, ahead);
   }
   const Program* p = kernels::layernorm_programs(RowVariant::one_program, ir::DType::f16, 2223, interpreter(true)).at(0);
-  EXPECT_EQ(p->name(), "layernorm_strided_512x5");
+  EXPECT_EQ(p->name(), "layernorm_strided_ahead_512x5");
 }
 
 TEST(RowsAlignment, RowsCopiedAheadWaitOnlyForTheirOwnStage) {
