@@ -17,29 +17,21 @@ void looped_cluster(const RowCall& call, const Args& a) {
     static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps", "chunk", "splits", "rows", "copy_stride"};
     const bool peel = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     const bool shifted = peel && shifted_affine(call.opt.tuning, call.rows, element_bytes_of<T>());
-    KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
-    const LoopedCluster c = looped_cluster(call, element_bytes_of<T>(), peel, kLoopBlock, shape.warps);
-    shape.cluster = static_cast<int>(c.splits);
-    // As many programs an SM as one per row keeps (kLoopedResidentThreads), where ptxas fits them
-    // without spilling (the cluster's indices cost registers): the rows in flight are then the clusters'
-    // share of those.
-    const int per_sm = kLoopedResidentThreads / (32 * shape.warps);
-    shape.min_programs = per_sm;
-    shape.min_programs_unless_spilling = true;
+    const LoopedCluster c = looped_cluster(call, element_bytes_of<T>(), peel, kLoopBlock);
     auto name = [&] { return "layernorm_looped_cluster" + std::to_string(c.splits) + (shifted ? "_shifted" : peel ? "_peeled" : ""); };
-    Program& p = shifted ? kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock, true, true>>(shape, name, params)
-                 : peel  ? kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock, true>>(shape, name, params)
-                         : kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock>>(shape, name, params);
+    Program& p = shifted ? kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock, true, true>>(c.shape, name, params)
+                 : peel  ? kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock, true>>(c.shape, name, params)
+                         : kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock>>(c.shape, name, params);
     const Arg chunk = i32(c.chunk), splits = i32(c.splits), rows = i32(call.rows);
     if (shifted) {
       LaunchChain chain(call);
       const ShiftedAffine wb = launch_shifted_affine(call, a, chain);
       const auto args = std::array{a.x, wb.w, wb.b, a.y, a.mean, a.rstd, n, n, Arg::of_f32(a.eps), chunk, splits, rows, wb.copy_stride};
-      chain(p, Grid(looped_cluster_programs(call, shape, per_sm, c.splits, call.cols * element_bytes_of<T>(), p, args)), args);
+      chain(p, Grid(looped_cluster_programs(call, c, element_bytes_of<T>(), p, args)), args);
       return;
     }
     const auto args = std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, Arg::of_f32(a.eps), chunk, splits, rows, i32(0)};
-    launch(call, p, Grid(looped_cluster_programs(call, shape, per_sm, c.splits, call.cols * element_bytes_of<T>(), p, args)), args);
+    launch(call, p, Grid(looped_cluster_programs(call, c, element_bytes_of<T>(), p, args)), args);
   });
 }
 }  // namespace

@@ -83,25 +83,26 @@ int looped_cluster_size(const RowCall& call, int element_bytes, int warps) {
   return looped_cluster_rule(call.target(), call.rows, call.cols * element_bytes, warps, call.opt.tuning);
 }
 
-LoopedCluster looped_cluster(const RowCall& call, int element_bytes, bool peel, std::int64_t block, int warps) {
-  const std::int64_t splits = looped_cluster_size(call, element_bytes, warps);
-  if (splits > 1 && !call.target().clusters)
-    throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": Tuning::looped_cluster = " + std::to_string(splits) +
+LoopedCluster looped_cluster(const RowCall& call, int element_bytes, bool peel, std::int64_t block) {
+  LoopedCluster plan{looped_shape(call.opt.tuning, block), 0, 0};
+  plan.splits = looped_cluster_size(call, element_bytes, plan.shape.warps);
+  if (plan.splits > 1 && !call.target().clusters)
+    throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": Tuning::looped_cluster = " + std::to_string(plan.splits) +
                                 " needs thread-block clusters (sm_90); this GPU is " + call.target().arch + " (1 runs anywhere)");
-  const std::int64_t width = peel ? window_cols(call.cols, element_bytes) : call.cols;
-  return {splits, split_row_chunk(call.entry, width, splits, 8, block)};
+  plan.chunk = split_row_chunk(call.entry, peel ? window_cols(call.cols, element_bytes) : call.cols, plan.splits, 8, block);
+  plan.shape.cluster = static_cast<int>(plan.splits);
+  plan.shape.min_programs = kLoopedResidentThreads / (32 * plan.shape.warps);
+  plan.shape.min_programs_unless_spilling = true;
+  return plan;
 }
 
-std::int64_t looped_cluster_programs(const RowCall& call, const KernelShape& shape, int per_sm, std::int64_t splits,
-                                     std::int64_t row_bytes, Program& program, std::span<const Arg> args) {
-  KernelShape counted = shape;
-  counted.min_programs = per_sm;
-  const int multiple = static_cast<int>(splits);
-  const std::int64_t programs = strided_programs(call, counted, multiple, &program, args);
+std::int64_t looped_cluster_programs(const RowCall& call, const LoopedCluster& plan, int element_bytes, Program& program,
+                                     std::span<const Arg> args) {
+  const std::int64_t programs = strided_programs(call, plan.shape, static_cast<int>(plan.splits), &program, args);
   const Target target = call.target();
   if (!target.gpu) return programs;
-  const std::int64_t in_l2 = std::max<std::int64_t>(1, target.l2_bytes * kL2ReusePercent / 100 / std::max<std::int64_t>(1, row_bytes));
-  return std::min(programs, in_l2 * splits);
+  const std::int64_t row_bytes = std::max<std::int64_t>(1, call.cols * element_bytes);
+  return std::min(programs, std::max<std::int64_t>(1, target.l2_bytes * kL2ReusePercent / 100 / row_bytes) * plan.splits);
 }
 
 StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_bytes, std::int64_t stage_bytes, bool peel,

@@ -177,19 +177,23 @@ std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int
 /// rows of `element_bytes`: Tuning::looped_cluster, else looped_cluster_rule.
 int looped_cluster_size(const RowCall& call, int element_bytes, int warps);
 
-/// How the looped kernels split each row over a cluster (looped_cluster_size): `splits` programs of
-/// `chunk` columns each (a whole number of `block`-column pieces of the row, or of its aligned window
-/// with `peel`). An error names the call's kernel where the target has no clusters.
+/// A launch of a looped kernel whose rows are shared by clusters (looped_cluster_size > 1): the kernel's
+/// shape (looped_shape over `block`-column pieces, the cluster, and as many programs an SM as one program
+/// per row keeps, kLoopedResidentThreads, where ptxas fits them without spilling: the cluster's indices
+/// cost registers), and each row's split: `splits` programs of `chunk` columns each (a whole number of
+/// pieces of the row, or of its aligned window with `peel`). An error names the call's kernel where the
+/// target has no clusters.
 struct LoopedCluster {
+  KernelShape shape;
   std::int64_t splits, chunk;
 };
-LoopedCluster looped_cluster(const RowCall& call, int element_bytes, bool peel, std::int64_t block, int warps);
+LoopedCluster looped_cluster(const RowCall& call, int element_bytes, bool peel, std::int64_t block);
 
-/// Programs of a looped kernel whose clusters of `splits` stride over rows of `row_bytes`: the clusters
-/// strided_programs starts at once for a shape resident `per_sm` programs an SM, but no more rows in
-/// flight than kL2ReusePercent of the L2 holds (each row's second pass then finds it there).
-std::int64_t looped_cluster_programs(const RowCall& call, const KernelShape& shape, int per_sm, std::int64_t splits,
-                                     std::int64_t row_bytes, Program& program, std::span<const Arg> args);
+/// Programs of a launch of `plan` over rows of `element_bytes`: the clusters strided_programs starts at
+/// once, but no more rows in flight than kL2ReusePercent of the L2 holds (each row's second pass then
+/// finds it there).
+std::int64_t looped_cluster_programs(const RowCall& call, const LoopedCluster& plan, int element_bytes, Program& program,
+                                     std::span<const Arg> args);
 
 /// An i32 scalar argument.
 inline Arg i32(std::int64_t v) { return Arg::of_i32(static_cast<std::int32_t>(v)); }

@@ -15,20 +15,12 @@ void looped_cluster(const RowCall& call, const Args& a) {
   with_float_dtype(a.in.dtype, [&]<class T>() {
     static constexpr const char* params[] = {"in", "out", "stride", "n_cols", "chunk", "splits", "rows"};
     const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
-    KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
-    const LoopedCluster c = looped_cluster(call, element_bytes_of<T>(), peel, kLoopBlock, shape.warps);
-    shape.cluster = static_cast<int>(c.splits);
-    // As many programs an SM as one per row keeps (kLoopedResidentThreads), where ptxas fits them
-    // without spilling (the cluster's indices cost registers): the rows in flight are then the clusters'
-    // share of those.
-    const int per_sm = kLoopedResidentThreads / (32 * shape.warps);
-    shape.min_programs = per_sm;
-    shape.min_programs_unless_spilling = true;
+    const LoopedCluster c = looped_cluster(call, element_bytes_of<T>(), peel, kLoopBlock);
     auto name = [&] { return "softmax_looped_cluster" + std::to_string(c.splits) + (peel ? "_peeled" : ""); };
-    Program& p = peel ? kernel_for<&softmax_looped_cluster_program<T, kLoopBlock, true>>(shape, name, params)
-                      : kernel_for<&softmax_looped_cluster_program<T, kLoopBlock>>(shape, name, params);
+    Program& p = peel ? kernel_for<&softmax_looped_cluster_program<T, kLoopBlock, true>>(c.shape, name, params)
+                      : kernel_for<&softmax_looped_cluster_program<T, kLoopBlock>>(c.shape, name, params);
     const auto args = std::array{a.in, a.out, n, n, i32(c.chunk), i32(c.splits), i32(call.rows)};
-    launch(call, p, Grid(looped_cluster_programs(call, shape, per_sm, c.splits, call.cols * element_bytes_of<T>(), p, args)), args);
+    launch(call, p, Grid(looped_cluster_programs(call, c, element_bytes_of<T>(), p, args)), args);
   });
 }
 }  // namespace
