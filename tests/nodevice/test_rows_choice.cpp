@@ -115,6 +115,26 @@ TEST(RowsChoice, LoopedRowsShareClustersWhereTheL2CannotHoldTheirRows) {
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 147409, opt).at(0)->name(), "layernorm_looped_cluster2_peeled");
 }
 
+// Clusters asked of a GPU that has none: an error that names the kernel, the knob and the GPU.
+TEST(RowsChoice, LoopedClustersOnAGpuWithoutClustersAreAClearError) {
+  const Target sm80{"sm_80", true, 108, false, 166912, 40 << 20};
+  InspectLaunches a100("sm_80", &sm80);
+  kernels::RowOptions opt{Backend::gpu};
+  opt.tuning.looped_cluster = 4;
+  for (bool softmax : {true, false}) {
+    try {
+      softmax ? (void)kernels::softmax_programs(RowVariant::looped, ir::DType::f32, 147408, opt)
+              : (void)kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 147408, opt);
+      ADD_FAILURE() << "no error";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(softmax ? "softmax" : "layernorm"), std::string::npos) << what;
+      EXPECT_NE(what.find("looped_cluster = 4"), std::string::npos) << what;
+      EXPECT_NE(what.find("sm_80"), std::string::npos) << what;
+    }
+  }
+}
+
 TEST(RowsChoice, SplitGroupsFitTheL2AndTheWorkspace) {
   const Target h200{"sm_90", true, 132, true, 232448, 60 << 20};  // 80% of its L2: 48 MiB a group
   // 16 rows of 2^21 bf16 (4 MiB each, 64 MiB in all): at most 12 rows a group, so two groups of 8 rows,
