@@ -195,9 +195,9 @@ bool registers_hold(int registers, int block_warps, int blocks) {
 // kernel compiles without it first, and with it only where the registers ptxas chose leave fewer programs
 // per SM than asked or the first compile spills (ptxas sometimes spills unbounded, as in the looped
 // cluster kernels); where the bounded compile spills as much or more, the first one runs. (Each compile
-// is cached, so the choice costs once per cache.) A bound that registers already meet would only change ptxas's schedule,
-// which measured slower as often as faster (bench/NOTES.md). `check` sees each generated kernel before
-// it compiles.
+// is cached, so the choice costs once per cache.) A bound that registers already meet would only change
+// ptxas's schedule, which measured slower as often as faster (bench/NOTES.md). `check` sees each
+// generated kernel before it compiles.
 Program::Built Program::build(const Specialization& spec, const std::string& arch,
                               const std::function<void(const codegen::Generated&)>& check) const {
   const auto compiled_for = [&](bool bounded) {

@@ -1,6 +1,6 @@
-// The looped LayerNorm (one program per row looping over it, or a cluster of programs per row with
-// looped_cluster_size; shifted sums in one pass, then normalize) and the split-row pair (partial sums,
-// then combine and normalize), for f32, f16 and bf16.
+// The looped LayerNorm (one program per row looping over it, or a cluster of programs per row,
+// looped_cluster; shifted sums in one pass, then normalize) and the split-row pair (partial sums, then
+// combine and normalize), for f32, f16 and bf16.
 #include <array>
 
 #include "kernels/layernorm/launchers.hpp"
@@ -9,15 +9,13 @@
 namespace tilefuse::kernels::layernorm_launch {
 
 namespace {
-// The looped LayerNorm over clusters of programs (looped_cluster_size > 1), w and b from shifted
-// copies where the one-program-per-row kernel would take them.
-void looped_cluster(const RowCall& call, const Args& a) {
+// The looped LayerNorm over clusters of programs (`c`, more than one program a row), w and b from
+// shifted copies where the one-program-per-row kernel would take them.
+void looped_cluster_launch(const RowCall& call, const Args& a, const LoopedCluster& c, bool peel) {
   const Arg n = i32(call.cols);
   with_float_dtype(a.x.dtype, [&]<class T>() {
     static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps", "chunk", "splits", "rows", "copy_stride"};
-    const bool peel = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     const bool shifted = peel && shifted_affine(call.opt.tuning, call.rows, element_bytes_of<T>());
-    const LoopedCluster c = looped_cluster(call, element_bytes_of<T>(), peel, kLoopBlock);
     auto name = [&] { return "layernorm_looped_cluster" + std::to_string(c.splits) + (shifted ? "_shifted" : peel ? "_peeled" : ""); };
     Program& p = shifted ? kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock, true, true>>(c.shape, name, params)
                  : peel  ? kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock, true>>(c.shape, name, params)
@@ -38,12 +36,12 @@ void looped_cluster(const RowCall& call, const Args& a) {
 
 void looped(const RowCall& call, const Args& a) {
   check_layernorm(call, a);
-  if (looped_cluster_size(call, ir::dtype_bytes(a.x.dtype), looped_shape(call.opt.tuning, kLoopBlock).warps) > 1)
-    return looped_cluster(call, a);
+  const int bytes = ir::dtype_bytes(a.x.dtype);
+  const bool peel = norm_peeled(call.opt.tuning, call.cols, bytes);
+  if (const LoopedCluster c = looped_cluster(call, bytes, peel, kLoopBlock); c.splits > 1) return looped_cluster_launch(call, a, c, peel);
   const Arg n = i32(call.cols);
   with_float_dtype(a.x.dtype, [&]<class T>() {
     const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
-    const bool peel = norm_peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
     // Rows through windows, enough of them: w and b from their shifted copies, written just before.
     if (peel && shifted_affine(call.opt.tuning, call.rows, element_bytes_of<T>())) {
       static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps", "copy_stride"};

@@ -78,14 +78,10 @@ std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int
   return std::clamp<std::int64_t>(resident, multiple, by_rows);
 }
 
-int looped_cluster_size(const RowCall& call, int element_bytes, int warps) {
-  if (call.opt.tuning.looped_cluster) return *call.opt.tuning.looped_cluster;
-  return looped_cluster_rule(call.target(), call.rows, call.cols * element_bytes, warps, call.opt.tuning);
-}
-
 LoopedCluster looped_cluster(const RowCall& call, int element_bytes, bool peel, std::int64_t block) {
   LoopedCluster plan{looped_shape(call.opt.tuning, block), 0, 0};
-  plan.splits = looped_cluster_size(call, element_bytes, plan.shape.warps);
+  plan.splits = call.opt.tuning.looped_cluster.value_or(
+      looped_cluster_rule(call.target(), call.rows, call.cols * element_bytes, plan.shape.warps, call.opt.tuning));
   if (plan.splits > 1 && !call.target().clusters)
     throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": Tuning::looped_cluster = " + std::to_string(plan.splits) +
                                 " needs thread-block clusters (sm_90); this GPU is " + call.target().arch + " (1 runs anywhere)");

@@ -173,16 +173,13 @@ std::int64_t resident_wave_rows(const RowCall& call, const KernelShape& shape, s
 std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int multiple, Program* program = nullptr,
                               std::span<const Arg> args = {});
 
-/// Programs of a cluster that share each row of a looped kernel whose programs have `warps` warps, for
-/// rows of `element_bytes`: Tuning::looped_cluster, else looped_cluster_rule.
-int looped_cluster_size(const RowCall& call, int element_bytes, int warps);
-
-/// A launch of a looped kernel whose rows are shared by clusters (looped_cluster_size > 1): the kernel's
-/// shape (looped_shape over `block`-column pieces, the cluster, and as many programs an SM as one program
-/// per row keeps, kLoopedResidentThreads, where ptxas fits them without spilling: the cluster's indices
-/// cost registers), and each row's split: `splits` programs of `chunk` columns each (a whole number of
-/// pieces of the row, or of its aligned window with `peel`). An error names the call's kernel where the
-/// target has no clusters.
+/// How a looped kernel over `block`-column pieces shares each row among a cluster: `splits` programs
+/// (Tuning::looped_cluster, else looped_cluster_rule; 1: one program per row, the plan's other fields
+/// unused) of `chunk` columns each (a whole number of pieces of the row, or of its aligned window with
+/// `peel`), and the cluster kernel's shape (looped_shape, the cluster, and as many programs an SM as one
+/// program per row keeps, kLoopedResidentThreads, where ptxas fits them without spilling: the cluster's
+/// indices cost registers). An error names the call's kernel where clusters are asked of a target that
+/// has none.
 struct LoopedCluster {
   KernelShape shape;
   std::int64_t splits, chunk;

@@ -156,22 +156,31 @@ bool few_rows(const Target& target, std::int64_t programs, std::int64_t cols, st
   return target.gpu && programs < 2 * std::int64_t{target.sm_count} && cols >= 2 * piece;
 }
 
-bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t row_bytes, int warps, const Tuning& tuning) {
-  if (!target.gpu) return true;
-  const std::int64_t sms = std::max(1, target.sm_count);
-  if (rows < 2 * sms) return false;
+namespace {
+// The looped programs of `warps` warps a GPU holds at once: kLoopedResidentThreads (or
+// Tuning::resident_threads) a SM, at most Tuning::looped_programs_per_sm.
+std::int64_t looped_resident(const Target& target, int warps, const Tuning& tuning) {
   std::int64_t per_sm = std::max(1, tuning.resident_threads.value_or(kLoopedResidentThreads) / (32 * std::max(1, warps)));
   if (tuning.looped_programs_per_sm) per_sm = std::min<std::int64_t>(per_sm, *tuning.looped_programs_per_sm);
-  return std::min(rows, per_sm * sms) * row_bytes * 100 <= target.l2_bytes * kL2ReusePercent;
+  return per_sm * std::max(1, target.sm_count);
+}
+
+// Whether `rows` rows of `row_bytes` in flight fill at most kL2ReusePercent of the L2.
+bool rows_fit_l2(const Target& target, std::int64_t rows, std::int64_t row_bytes) {
+  return rows * row_bytes * 100 <= target.l2_bytes * kL2ReusePercent;
+}
+}  // namespace
+
+bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t row_bytes, int warps, const Tuning& tuning) {
+  if (!target.gpu) return true;
+  if (rows < 2 * std::int64_t{std::max(1, target.sm_count)}) return false;
+  return rows_fit_l2(target, std::min(rows, looped_resident(target, warps, tuning)), row_bytes);
 }
 
 int looped_cluster_rule(const Target& target, std::int64_t rows, std::int64_t row_bytes, int warps, const Tuning& tuning) {
-  const std::int64_t sms = std::max(1, target.sm_count);
-  if (!target.gpu || !target.clusters || rows < 2 * sms) return 1;
-  std::int64_t per_sm = std::max(1, tuning.resident_threads.value_or(kLoopedResidentThreads) / (32 * std::max(1, warps)));
-  if (tuning.looped_programs_per_sm) per_sm = std::min<std::int64_t>(per_sm, *tuning.looped_programs_per_sm);
+  if (!target.gpu || !target.clusters || rows < 2 * std::int64_t{std::max(1, target.sm_count)}) return 1;
   for (int k : {1, 2, 4, 8})  // clusters of k keep 1/k of the rows in flight
-    if (std::min(rows, per_sm * sms / k) * row_bytes * 100 <= target.l2_bytes * kL2ReusePercent) return k;
+    if (rows_fit_l2(target, std::min(rows, looped_resident(target, warps, tuning) / k), row_bytes)) return k;
   return 8;
 }
 

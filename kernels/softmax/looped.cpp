@@ -1,6 +1,6 @@
 // The looped softmax (one program per row looping over it, online max and sum; or a cluster of programs
-// per row, looped_cluster_size) and the split-row pair (partials, then combine and normalize), for f32,
-// f16 and bf16.
+// per row, looped_cluster) and the split-row pair (partials, then combine and normalize), for f32, f16
+// and bf16.
 #include <array>
 
 #include "kernels/softmax/launchers.hpp"
@@ -9,13 +9,11 @@
 namespace tilefuse::kernels::softmax_launch {
 
 namespace {
-// The looped softmax over clusters of programs (looped_cluster_size > 1).
-void looped_cluster(const RowCall& call, const Args& a) {
+// The looped softmax over clusters of programs (`c`, more than one program a row).
+void looped_cluster_launch(const RowCall& call, const Args& a, const LoopedCluster& c, bool peel) {
   const Arg n = i32(call.cols);
   with_float_dtype(a.in.dtype, [&]<class T>() {
     static constexpr const char* params[] = {"in", "out", "stride", "n_cols", "chunk", "splits", "rows"};
-    const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>());
-    const LoopedCluster c = looped_cluster(call, element_bytes_of<T>(), peel, kLoopBlock);
     auto name = [&] { return "softmax_looped_cluster" + std::to_string(c.splits) + (peel ? "_peeled" : ""); };
     Program& p = peel ? kernel_for<&softmax_looped_cluster_program<T, kLoopBlock, true>>(c.shape, name, params)
                       : kernel_for<&softmax_looped_cluster_program<T, kLoopBlock>>(c.shape, name, params);
@@ -28,16 +26,16 @@ void looped_cluster(const RowCall& call, const Args& a) {
 void looped(const RowCall& call, const Args& a) {
   check_matrix(call, "in", a.in);
   check_matrix(call, "out", a.out);
-  if (looped_cluster_size(call, ir::dtype_bytes(a.in.dtype), looped_shape(call.opt.tuning, kLoopBlock).warps) > 1)
-    return looped_cluster(call, a);
+  const int bytes = ir::dtype_bytes(a.in.dtype);
+  const bool peel = peeled(call.opt.tuning, call.cols, bytes);
+  if (const LoopedCluster c = looped_cluster(call, bytes, peel, kLoopBlock); c.splits > 1) return looped_cluster_launch(call, a, c, peel);
   const Arg n = i32(call.cols);
   const std::int64_t programs = strided_row_programs(call.rows, call.opt);
   with_float_dtype(a.in.dtype, [&]<class T>() {
     static constexpr const char* params[] = {"in", "out", "stride", "n_cols", "rows"};
     const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
-    Program& p = peeled(call.opt.tuning, call.cols, element_bytes_of<T>())
-                     ? kernel_for<&softmax_looped_program<T, kLoopBlock, true>>(shape, [] { return std::string("softmax_looped_peeled"); }, params)
-                     : kernel_for<&softmax_looped_program<T, kLoopBlock>>(shape, [] { return std::string("softmax_looped"); }, params);
+    Program& p = peel ? kernel_for<&softmax_looped_program<T, kLoopBlock, true>>(shape, [] { return std::string("softmax_looped_peeled"); }, params)
+                      : kernel_for<&softmax_looped_program<T, kLoopBlock>>(shape, [] { return std::string("softmax_looped"); }, params);
     launch(call, p, Grid(programs), std::array{a.in, a.out, n, n, i32(call.rows)});
   });
 }
