@@ -107,6 +107,8 @@ void Emitter::frame() {
     if (l.n < threads_) os_ << "  const bool live" << n << " = tid < " << n << ";\n";
   if (ir::cluster_reduction_in_loop(fn_) && opt_.cluster_size > 1 && !opt_.resident_groups)
     os_ << "  unsigned tf_cluster_round = 0;  // cluster barriers passed inside loops (a looped reduction's slot)\n";
+  if (opt_.resident_groups && any_of_ops(fn_.body, ir::is_cluster_reduction))
+    os_ << "  unsigned tf_group_round = 0;  // group reductions passed (each one's arrival target and value slot)\n";
 }
 
 void Emitter::instr(const ir::Instr& in) {

@@ -97,7 +97,6 @@ class Emitter {
   bool packed_;
   int cluster_reductions_left_ = 0;  // cluster reductions not yet emitted (the last one arrives at the exit barrier)
   bool arrive_after_loop_ = false;    // the last cluster reduction was inside a loop: arrive once it ends
-  int group_reductions_ = 0;         // resident-group reductions emitted so far (each has its workspace row)
   int loop_depth_ = 0;
   // The copies that may be in flight at this point of the emitted code, by stage: copied since the last
   // commit (open), or committed with at least `after` committed groups issued after its newest one (-1:

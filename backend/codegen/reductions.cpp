@@ -67,16 +67,13 @@ void Emitter::reduce(const ir::Instr& in) {
 // the barrier between, and so has read it.
 void Emitter::cluster_reduce(const ir::Instr& in) {
   const std::string r = v(in.result), x = v(in.args[0]);
-  if (opt_.resident_groups && loop_depth_ > 0)
-    throw std::invalid_argument("tilefuse codegen: kernel '" + fn_.name + "': resident groups combine cluster reductions outside "
-                                "loops only (each has one slot of the workspace)");
   if (opt_.resident_groups) {
-    // Through global memory, over the launch's groups of tf_group programs (prelude/group.cuh); the
-    // reduction's number picks its row of the workspace's values.
+    // Through global memory, over the launch's groups of tf_group programs (prelude/group.cuh), at the
+    // program's next round: reductions inside loops run once per iteration, each round a barrier of its own.
     const std::string slot = "tf_group" + std::to_string(in.result);
     os_ << "  float " << r << ";\n  {\n    __shared__ float " << slot << ";\n";
     os_ << "    " << r << " = tf_group_combine(tf_group_count, tf_group_next, tf_group_values, tf_group, tf_group_slots, "
-        << group_reductions_++ << ", " << x << ", " << (in.op == Op::cluster_max ? "true" : "false") << ", &" << slot << ");\n  }\n";
+        << "tf_group_round++, " << x << ", " << (in.op == Op::cluster_max ? "true" : "false") << ", &" << slot << ");\n  }\n";
     return;
   }
   const int C = opt_.cluster_size;

@@ -667,10 +667,8 @@ void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) 
     const std::size_t most = 32 * static_cast<std::size_t>(sms), counts_bytes = 4 * most;
     group_lock = std::unique_lock<std::mutex>(gpu_->group_mutex);
     workspace = &gpu_->group_workspaces[config.stream];
-    if (!workspace->bytes) {  // the stream's first launch: a value per program for each reduction
-      std::size_t reductions = 0;
-      ir::walk(fn_.body, [&](const ir::Instr& in) { reductions += ir::is_cluster_reduction(in.op) ? 1 : 0; });
-      workspace->bytes = std::make_unique<DeviceBytes>(2 * counts_bytes + 4 * reductions * most);
+    if (!workspace->bytes) {  // the stream's first launch: two values per program (a round's, the next one's)
+      workspace->bytes = std::make_unique<DeviceBytes>(2 * counts_bytes + 2 * 4 * most);
       workspace->bytes->fill(0, 2 * counts_bytes, config.stream);
     }
     const std::uint64_t base = workspace->bytes->address();

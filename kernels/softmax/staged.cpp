@@ -1,7 +1,8 @@
 // The staged softmax: a row (or, in a cluster of up to 8 programs on sm_90, a piece of it) copied into
 // shared memory once and read back by three passes, for f32, f16 and bf16 and every stage size, one row
 // per program (or cluster) or, with Tuning::stride_stages, programs striding over rows through two stages;
-// and the resident one, the same program over groups of co-resident programs of any size.
+// and the resident one, the same programs over groups of co-resident programs of any size (a launch per
+// wave of rows, or with Tuning::stride_stages one launch whose groups stride over the rows).
 #include <array>
 
 #include "kernels/softmax/launchers.hpp"
@@ -22,12 +23,10 @@ Program& staged_program(const char* stem, const StagedPlan& plan, const KernelSh
                    : kernel_for<&softmax_staged_program<T, STAGE, kStagePiece>>(shape, name, kStagedParams);
 }
 
-// The strided staged program (Tuning::stride_stages) for `plan` and `shape`.
+// The strided staged program (Tuning::stride_stages) for `plan` and `shape`, named `stem`.
 template <class T, int STAGE>
-Program& strided_program(const StagedPlan& plan, const KernelShape& shape) {
-  auto name = [&] {
-    return "softmax_staged_strided" + std::to_string(plan.split.splits) + "_" + std::to_string(STAGE) + (plan.peel ? "_peeled" : "");
-  };
+Program& strided_program(const char* stem, const StagedPlan& plan, const KernelShape& shape) {
+  auto name = [&] { return stem + std::to_string(plan.split.splits) + "_" + std::to_string(STAGE) + (plan.peel ? "_peeled" : ""); };
   return plan.peel ? kernel_for<&softmax_staged_strided_program<T, STAGE, kStagePiece, true>>(shape, name, kStridedParams)
                    : kernel_for<&softmax_staged_strided_program<T, STAGE, kStagePiece>>(shape, name, kStridedParams);
 }
@@ -48,7 +47,7 @@ void staged(const RowCall& call, const Args& a) {
       KernelShape shape = staged_shape(call.opt.tuning, program_bytes, staged_warps_rule(plan.peel));
       shape.cluster = static_cast<int>(plan.split.splits);
       if (strided) {
-        Program& p = strided_program<T, STAGE>(plan, shape);
+        Program& p = strided_program<T, STAGE>("softmax_staged_strided", plan, shape);
         const auto args = std::array{a.in, a.out, n, n, chunk, splits, i32(call.rows)};
         launch(call, p, Grid(strided_programs(call, shape, static_cast<int>(plan.split.splits), &p, args)), args);
       } else {
@@ -63,14 +62,22 @@ void resident(const RowCall& call, const Args& a) {
   check_matrix(call, "in", a.in);
   check_matrix(call, "out", a.out);
   const int bytes = ir::dtype_bytes(a.in.dtype);
-  const StagedPlan plan = resident_plan(call, bytes, 32768, peeled(call.opt.tuning, call.cols, bytes));
+  const StagedPlan plan = resident_plan(call, bytes, kResidentStageBytes, peeled(call.opt.tuning, call.cols, bytes));
   const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
+  const bool strided = call.opt.tuning.stride_stages.value_or(false);
   with_float_dtype(a.in.dtype, [&]<class T>() {
     with_stage(plan.stage_cols, [&]<int STAGE>() {
-      KernelShape shape = staged_shape(call.opt.tuning, STAGE * element_bytes_of<T>(), 2);
+      // Strided programs hold two stages each.
+      const std::int64_t program_bytes = (strided ? 2 : 1) * STAGE * element_bytes_of<T>();
+      KernelShape shape = staged_shape(call.opt.tuning, program_bytes, 2);
       shape.groups = true;
-      const std::int64_t wave =
-          resident_wave_rows(call, shape, STAGE * element_bytes_of<T>(), plan.split.splits, "kernels::softmax_split");
+      const std::int64_t wave = resident_wave_rows(call, shape, program_bytes, plan.split.splits, "kernels::softmax_split");
+      if (strided) {  // one launch: the groups resident at once stride over the rows
+        const auto args = std::array{a.in, a.out, n, n, chunk, splits, i32(call.rows)};
+        launch(call, strided_program<T, STAGE>("softmax_resident_strided", plan, shape),
+               Grid(std::min(wave, call.rows) * plan.split.splits), args, plan.split.splits);
+        return;
+      }
       Program& p = staged_program<T, STAGE>("softmax_resident", plan, shape);
       for (std::int64_t first = 0; first < call.rows; first += wave)
         launch(call, p, Grid(std::min(wave, call.rows - first) * plan.split.splits),

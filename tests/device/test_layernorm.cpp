@@ -234,14 +234,22 @@ TEST_F(Gpu, StagedLayerNormReadsOnce) {
   check_layernorm<float>(8, 12288, 1e4f, RowVariant::staged);
 }
 
-// Every entry of the variant table that needs no scratch, at a width past one program where it allows.
-// Rows over resident groups, read once and two-pass: one cooperative launch per wave of rows.
+// Rows over resident groups, read once and two-pass: one cooperative launch per wave of rows; with
+// Tuning::stride_stages, one launch whose groups stride over the rows through two stages in turn.
 TEST_F(Gpu, ResidentLayerNormReadsOnce) {
   check_layernorm<float>(5, 855125, 0.f, RowVariant::resident);
   check_layernorm<bfloat16>(9, 1222495, 0.f, RowVariant::resident);
   check_layernorm<half>(700, 40001, 0.f, RowVariant::resident);
   check_layernorm<float>(7, 300001, 1e4f, RowVariant::resident);  // two-pass at a large mean
+  kernels::Tuning t;
+  t.stride_stages = true;
+  check_layernorm<float>(5, 855125, 0.f, RowVariant::resident, 1, 1.f, t);
+  check_layernorm<half>(242, 588615, 0.f, RowVariant::resident, 1, 1.f, t);
+  check_layernorm<bfloat16>(700, 40001, 0.f, RowVariant::resident, 1, 1.f, t);
+  check_layernorm<float>(7, 300001, 1e4f, RowVariant::resident, 1, 1.f, t);
 }
+
+// Every entry of the variant table that needs no scratch, at a width past one program where it allows.
 
 TEST_F(Gpu, EveryLayerNormVariantOfTheTable) {
   for (const auto& v : kernels::layernorm_variants()) {

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "kernels/epilogue/epilogue.hpp"
 #include "kernels/reference.hpp"
@@ -156,7 +157,8 @@ TEST_F(Gpu, DriverCountsResidentClusters) {
 
 // Cluster reductions over resident groups of any size on the GPU (a cooperative launch, the barrier and
 // values in global memory), against the interpreter; launched twice, so the barrier words left by one
-// launch serve the next; and a grid larger than the GPU holds at once is an error, not a hang.
+// launch serve the next; groups striding over rows with reductions inside the loop, against float64; and
+// a grid larger than the GPU holds at once is an error, not a hang.
 TEST_F(Gpu, ResidentGroupsCombineOnTheGpu) {
   Kernel<&test::group_total_program> k("group_total", test::resident_group_options());
   for (const auto& [programs, group] : {std::pair{24, 3}, {1000, 250}, {1320, 1320}, {4, 1}}) {
@@ -173,6 +175,26 @@ TEST_F(Gpu, ResidentGroupsCombineOnTheGpu) {
       k.launch(gpu, din, dout);
       const auto got = dout.download();
       for (int i = 0; i < programs * 2; ++i) ASSERT_NEAR(got[i], expect[i], 1e-5 * std::abs(expect[i])) << "element " << i;
+    }
+  }
+  // Groups striding over rows, two reductions a row inside the loop (a round each): every row of every
+  // group, many rounds past the first, and twice, so the next launch starts on the other counts.
+  KernelOptions looped{1, {"in", "out", "rows", "size"}};
+  looped.resident_groups = true;
+  Kernel<&test::cluster_rows_program> rows_k("cluster_rows_groups", looped);
+  for (const auto& [groups, size, rows] : {std::tuple{3, 5, 301}, {66, 12, 1000}, {1, 1320, 9}}) {
+    SCOPED_TRACE(std::to_string(groups) + " groups of " + std::to_string(size) + " over " + std::to_string(rows) + " rows");
+    std::vector<float> in(static_cast<std::size_t>(rows) * size * 32);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((i * 7919) % 1000) / 250 - 2;
+    const auto expect = test::cluster_rows_expected(in, rows, size);
+    DeviceBuffer<float> din(in), dout(expect.size());
+    LaunchConfig gpu({groups * size}, Backend::gpu);
+    gpu.group = size;
+    for (int run = 0; run < 2; ++run) {
+      dout.fill_bytes(0xff);
+      rows_k.launch(gpu, din, dout, rows, size);
+      const auto got = dout.download();
+      for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], expect[i], 1e-4 * (1 + std::abs(expect[i]))) << "element " << i;
     }
   }
   DeviceBuffer<float> din(100000 * 32), dout(100000 * 2);

@@ -238,6 +238,18 @@ TEST_F(Gpu, ResidentSoftmaxReadsOnce) {
   check_variant<float>(3, 100, RowVariant::resident);
 }
 
+// The same with Tuning::stride_stages: one cooperative launch whose groups stride over the rows through
+// two stages in turn, each group reduction inside the loop a round of its own (several rows a group, rows
+// ending on either stage, more groups than rows).
+TEST_F(Gpu, ResidentStridedSoftmax) {
+  kernels::Tuning t;
+  t.stride_stages = true;
+  check_variant<float>(5, 855125, RowVariant::resident, t);
+  check_variant<half>(242, 588615, RowVariant::resident, t);
+  check_variant<bfloat16>(700, 40001, RowVariant::resident, t);
+  check_variant<float>(3, 100, RowVariant::resident, t);
+}
+
 // A row wider than the GPU's stages hold at once is an error that names the kernel that takes it.
 TEST_F(Gpu, ResidentSoftmaxRefusesRowsTheGpuCannotHold) {
   const std::int64_t cols = 8'000'000;

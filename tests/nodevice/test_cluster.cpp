@@ -178,11 +178,37 @@ TEST(Cluster, LoopedReductionsAlternateSlotsAndArriveAfterTheLoop) {
   EXPECT_NE(src.find("tf_cluster_wait();\n}\n"), std::string::npos) << src;
   const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
   EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
-  // Over resident groups, a looped reduction has no slot of its own in the workspace: refused.
+}
+
+// Over resident groups, reductions inside a loop take a round each (counted at run time), the same
+// program's groups striding over rows: in the interpreter (a group runs as a cluster) every iteration
+// combines its row's programs, and the source counts rounds instead of numbering reductions.
+TEST(ResidentGroups, ReductionsInsideLoopsTakeARoundEach) {
   KernelOptions groups{1, {"in", "out", "rows", "size"}};
   groups.resident_groups = true;
-  Kernel<&test::cluster_rows_program> g("cluster_rows_groups", groups);
-  EXPECT_THROW(g.program().cuda_source(g.program().default_specialization()), std::invalid_argument);
+  Kernel<&test::cluster_rows_program> k("cluster_rows_groups", groups);
+  const std::string src = k.program().cuda_source(k.program().default_specialization());
+  EXPECT_NE(src.find("unsigned tf_group_round = 0;"), std::string::npos) << src;
+  EXPECT_EQ(test::occurrences(src, "tf_group_slots, tf_group_round++, "), 2u) << src;
+  EXPECT_EQ(src.find("tf_cluster_round"), std::string::npos) << src;
+  const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+  for (int size : {1, 5, 12}) {
+    SCOPED_TRACE("groups of " + std::to_string(size));
+    const int rows = 7;
+    std::vector<float> in(static_cast<std::size_t>(rows) * size * 32);
+    std::mt19937 gen(size);
+    std::normal_distribution<float> dist;
+    for (float& x : in) x = dist(gen);
+    const auto expect = test::cluster_rows_expected(in, rows, size);
+    for (int count : {1, 3, 9}) {  // fewer groups than rows, more
+      std::vector<float> out(expect.size(), std::nanf(""));
+      LaunchConfig config({count * size}, Backend::interpreter);
+      config.group = size;
+      k.launch(config, in, out, rows, size);
+      for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], expect[i], 1e-5 * (1 + std::abs(expect[i]))) << count << " groups, element " << i;
+    }
+  }
 }
 
 TEST(Cluster, SoftmaxRefusesRowsWiderThanEightPrograms) {
@@ -242,13 +268,13 @@ TEST(ResidentGroups, ReductionsCombineTheGroupsPrograms) {
 TEST(ResidentGroups, GeneratedCodeMeetsInGlobalMemory) {
   Kernel<&test::group_total_program> k("group_total", test::resident_group_options());
   const std::string src = k.program().cuda_source(k.program().default_specialization());
-  // Each reduction has its own row of the workspace; no cluster barrier or distributed shared memory.
+  // Each reduction takes the program's next round; no cluster barrier or distributed shared memory.
   EXPECT_NE(src.find("unsigned* tf_group_count, unsigned* tf_group_next, float* tf_group_values, int tf_group, int tf_group_slots)"),
             std::string::npos) << src;
   const std::string call = "tf_group_combine(tf_group_count, tf_group_next, tf_group_values, tf_group, tf_group_slots, ";
   EXPECT_EQ(test::occurrences(src, "= " + call), 2u) << src;
-  EXPECT_NE(src.find(call + "0, "), std::string::npos) << src;
-  EXPECT_NE(src.find(call + "1, "), std::string::npos) << src;
+  EXPECT_EQ(test::occurrences(src, call + "tf_group_round++, "), 2u) << src;
+  EXPECT_NE(src.find("unsigned tf_group_round = 0;"), std::string::npos) << src;
   EXPECT_EQ(src.find("__cluster_dims__"), std::string::npos) << src;
   EXPECT_EQ(src.find("mapa.shared::cluster"), std::string::npos) << src;
   const auto info = k.program().compile(k.program().default_specialization(), "sm_90");
@@ -273,4 +299,23 @@ TEST(ResidentGroups, SoftmaxMatchesFloat64) {
   test::check_softmax_interpreter<half>(3, 40001, kernels::RowVariant::resident);    // 3 programs, odd halves
   test::check_softmax_interpreter<bfloat16>(1, 70000, kernels::RowVariant::resident);
   test::check_softmax_interpreter<float>(4, 7, kernels::RowVariant::resident);
+}
+
+// With Tuning::stride_stages: one launch, two groups in the interpreter striding over the rows through two
+// stages in turn (rows ending on either stage, a group past the last row), every reduction in the loop.
+TEST(ResidentGroups, StridedSoftmaxMatchesFloat64) {
+  kernels::Tuning t;
+  t.stride_stages = true;
+  for (std::int64_t rows : {1, 2, 3, 6}) test::check_softmax_interpreter<float>(rows, 20000, kernels::RowVariant::resident, 0, t);
+  test::check_softmax_interpreter<half>(5, 40001, kernels::RowVariant::resident, 0, t);  // odd halves, through windows
+  test::check_softmax_interpreter<bfloat16>(3, 7, kernels::RowVariant::resident, 0, t);
+  kernels::RowOptions opt{Backend::interpreter};
+  opt.tuning = t;
+  const auto programs = kernels::softmax_programs(kernels::RowVariant::resident, ir::DType::f16, 40001, opt);
+  ASSERT_EQ(programs.size(), 1u);  // one launch for all the rows
+  EXPECT_EQ(programs[0]->name(), "softmax_resident_strided3_16384_peeled");
+  const auto info = programs[0]->compile(programs[0]->default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+  // max and sum for each of the two rows an iteration takes
+  EXPECT_EQ(test::occurrences(info.source, "tf_group_round++"), 4u) << info.source;
 }

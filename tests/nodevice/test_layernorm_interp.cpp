@@ -324,6 +324,23 @@ TEST(LayerNormInterp, ResidentMatchesFloat64) {
   check_layernorm<float>(2, 5, 0.f, 1.f, RowVariant::resident);
 }
 
+// The resident LayerNorm with Tuning::stride_stages: one launch whose two groups (the interpreter's)
+// stride over the rows through two stages in turn.
+TEST(LayerNormInterp, ResidentStridedMatchesFloat64) {
+  kernels::Tuning t;
+  t.stride_stages = true;
+  for (std::int64_t rows : {1, 3, 6}) check_layernorm<float>(rows, 20000, 0.f, 1.f, RowVariant::resident, 1, t);
+  check_layernorm<half>(5, 40001, 0.f, 1.f, RowVariant::resident, 1, t);
+  check_layernorm<float>(3, 16383, 1e4f, 1.f, RowVariant::resident, 1, t);  // two-pass at a large mean, through windows
+  kernels::RowOptions opt{Backend::interpreter};
+  opt.tuning = t;
+  const auto programs = kernels::layernorm_programs(RowVariant::resident, ir::DType::bf16, 40001, opt);
+  ASSERT_EQ(programs.size(), 1u);
+  EXPECT_EQ(programs[0]->name().rfind("layernorm_resident_strided", 0), 0u) << programs[0]->name();
+  const auto info = programs[0]->compile(programs[0]->default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+}
+
 TEST(LayerNormInterp, StagedIsTwoPassAtLargeMeans) { check_layernorm<float>(3, 5000, 1e4f, 1.f, RowVariant::staged); }
 
 // Programs (clusters) striding over rows through two stages in turn (Tuning::stride_stages): two of them

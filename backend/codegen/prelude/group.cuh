@@ -3,11 +3,14 @@
 //! value, meets the rest of its group at a barrier in global memory, and combines the group's values in
 //! program order. The launch is cooperative, so every program of a group runs at once and a wait ends.
 // ---- tilefuse resident groups ----
-// Workspace: arrival counts (tf_group_count: one word per group slot, zero when a launch starts) and one
-// float per program and reduction (tf_group_values). Reduction k of a launch is over once its group's
-// count reaches (k + 1) x size: counts only grow within a launch. Launches alternate between two arrays
-// of counts: each launch zeroes the other (tf_group_next, every slot a grid can have) for the next one,
-// while the launch before it, which used that array, has ended.
+// Workspace: arrival counts (tf_group_count: one word per group slot, zero when a launch starts) and two
+// floats per program (tf_group_values). A program's reductions are numbered in the order it runs them (its
+// rounds: a reduction inside a loop takes a round per iteration); round k of a group is over once its
+// count reaches (k + 1) x size: counts only grow within a launch. Round k's values take the slot of k's
+// parity: a program writes that slot again only in round k + 2, whose arrival follows every member's
+// round k + 1, and so every member's reads of round k. Launches alternate between two arrays of counts:
+// each launch zeroes the other (tf_group_next, every slot a grid can have) for the next one, while the
+// launch before it, which used that array, has ended.
 __device__ __forceinline__ unsigned tf_ld_acquire(const unsigned* p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -28,19 +31,19 @@ __device__ __noinline__ void tf_group_wait(unsigned* count, unsigned target) {
     __nanosleep(32);
   }
 }
-// Reduction k of the program: every thread gets the max (or sum) of `value` over the group's programs,
+// Round k of the program: every thread gets the max (or sum) of `value` over the group's programs,
 // combined in program order by lanes of warp 0 and one fixed shuffle tree, so every program of the group
 // gets the same bits. `value` is the same in every thread of the program.
-__device__ __forceinline__ float tf_group_combine(unsigned* count, unsigned* next, float* all_values, int size, int slots, int k,
+__device__ __forceinline__ float tf_group_combine(unsigned* count, unsigned* next, float* all_values, int size, int slots, unsigned k,
                                                   float value, bool max, float* slot) {
   const unsigned programs = gridDim.x, group = blockIdx.x / size, member = blockIdx.x % size;
-  float* const values = all_values + (size_t)k * programs + (size_t)group * size;
+  float* const values = all_values + (size_t)(k & 1u) * programs + (size_t)group * size;
   __syncthreads();  // the threads' earlier reads of `slot` are done
   if (threadIdx.x == 0) {
     if (k == 0)
       for (int s = (int)blockIdx.x; s < slots; s += (int)programs) next[s] = 0u;
     values[member] = value;
-    tf_group_wait(count + group, (unsigned)(k + 1) * (unsigned)size);
+    tf_group_wait(count + group, (k + 1u) * (unsigned)size);
   }
   __syncthreads();
   if (threadIdx.x < 32) {
