@@ -118,6 +118,21 @@ KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t p
 
 std::int64_t stages_per_sm(std::int64_t stage_bytes) { return (228 * 1024) / (stage_bytes + 1024); }
 
+std::int64_t resident_capacity(const Target& target, std::int64_t program_bytes, std::int64_t per_sm_bound,
+                               std::int64_t interpreter_programs) {
+  if (!target.gpu) return interpreter_programs;
+  std::int64_t per_sm = stages_per_sm(program_bytes);
+  if (per_sm_bound > 0) per_sm = std::min(per_sm, per_sm_bound);
+  return per_sm * target.sm_count;
+}
+
+bool resident_holds(const Target& target, std::int64_t cols, int element_bytes, std::int64_t stage_bytes, bool strided) {
+  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, stage_bytes / element_bytes);
+  const std::int64_t room = (piece - 16 / element_bytes) / 8 * 8;  // (resident_plan's, through windows)
+  const std::int64_t splits = (cols + room - 1) / room;
+  return splits <= resident_capacity(target, (strided ? 2 : 1) * piece * element_bytes, 0, splits);
+}
+
 int staged_warps_rule(bool peel) { return peel ? 4 : 2; }
 
 KernelShape staged_shape(const Tuning& tuning, std::int64_t stage_bytes, int warps_rule) {

@@ -108,6 +108,12 @@ void looped_cluster_configs(RowSpace& space, const Target& target, std::int64_t 
     if (cols >= k * block) space.add(RowVariant::looped, [&](Tuning& t) { t.looped_cluster = k; });
 }
 
+void resident_strided_configs(RowSpace& space, const Target& target, std::int64_t cols, int element_bytes, std::int64_t stage_bytes,
+                              std::int64_t block) {
+  if (cols >= 2 * block && resident_holds(target, cols, element_bytes, stage_bytes, true))
+    space.add(RowVariant::resident, [](Tuning& t) { t.stride_stages = true; });
+}
+
 void narrow_row_configs(RowSpace& space, std::int64_t cols, int element_bytes, const Tuning& base, bool column_operands) {
   if (!packable_rows(cols, element_bytes)) return;
   space.add(RowVariant::one_program, [&](Tuning& t) {
@@ -141,7 +147,7 @@ std::optional<RowConfig> parse_config(const std::string& text) {
   RowConfig c;
   bool found = false;
   for (auto v : {RowVariant::automatic, RowVariant::one_program, RowVariant::looped, RowVariant::split, RowVariant::cluster,
-                 RowVariant::staged})
+                 RowVariant::staged, RowVariant::resident})
     if (word == variant_name(v)) {
       c.variant = v;
       found = true;
