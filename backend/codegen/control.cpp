@@ -70,7 +70,9 @@ void Emitter::loop(const ir::Instr& in) {
   std::istringstream lines(body.str());
   for (std::string line; std::getline(lines, line);) os_ << (line.rfind("#pragma", 0) == 0 ? "" : "  ") << line << "\n";
   os_ << "  }\n";
-  for (std::size_t k = 0; k < carried; ++k) declare_copy(in.results[k], in.block_args[k + 1]);
+  // (a result nothing reads, such as a look-ahead's last piece, is not copied out)
+  for (std::size_t k = 0; k < carried; ++k)
+    if (used_[in.results[k]]) declare_copy(in.results[k], in.block_args[k + 1]);
   // The block's last read of a cluster reduction's slots was in this loop (cluster_reduce).
   if (loop_depth_ == 0 && arrive_after_loop_) {
     os_ << "  tf_cluster_arrive();  // this block's last cluster read is done\n";

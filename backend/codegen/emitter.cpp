@@ -29,6 +29,11 @@ std::string Emitter::run() {
   os_ << prelude::core << "\n";
   if (any_of_ops(fn_.body, [](Op op) { return op == Op::rand; })) os_ << prelude::rand << "\n";
   ir::walk(fn_.body, [&](const ir::Instr& in) { cluster_reductions_left_ += ir::is_cluster_reduction(in.op) ? 1 : 0; });
+  used_.assign(fn_.values.size(), false);
+  ir::walk(fn_.body, [&](const ir::Instr& in) {
+    for (auto id : in.args) if (id >= 0) used_[id] = true;
+    for (auto id : in.yields) if (id >= 0) used_[id] = true;
+  });
   const bool cluster = cluster_reductions_left_ > 0 && opt_.cluster_size > 1 && !opt_.resident_groups;
   if (cluster) os_ << prelude::cluster << "\n";
   if (opt_.resident_groups) os_ << prelude::group << "\n";

@@ -98,6 +98,7 @@ class Emitter {
   int cluster_reductions_left_ = 0;  // cluster reductions not yet emitted (the last one arrives at the exit barrier)
   bool arrive_after_loop_ = false;    // the last cluster reduction was inside a loop: arrive once it ends
   int loop_depth_ = 0;
+  std::vector<bool> used_;            // by value: an instruction or a loop's yield reads it (run() fills it)
   // The copies that may be in flight at this point of the emitted code, by stage: copied since the last
   // commit (open), or committed with at least `after` committed groups issued after its newest one (-1:
   // none in flight). Only an access of a stage with copies in flight waits, for as few groups as this
