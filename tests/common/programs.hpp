@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "dsl/tl.hpp"
@@ -64,6 +65,16 @@ inline void cluster_rows_program(tl::Ptr<tl::f32> in, tl::Ptr<tl::f32> out, tl::
     tl::store(out + block * 2, tl::cluster_sum(tl::sum(x)));
     tl::store(out + block * 2 + 1, tl::cluster_max(tl::max(x)));
   });
+}
+
+/// An input of cluster_rows_program: `rows` rows over clusters (or groups) of `size`, normal values drawn
+/// from a generator seeded with `size`.
+inline std::vector<float> cluster_rows_input(int rows, int size) {
+  std::vector<float> in(static_cast<std::size_t>(rows) * size * 32);
+  std::mt19937 gen(size);
+  std::normal_distribution<float> dist;
+  for (float& x : in) x = dist(gen);
+  return in;
 }
 
 /// What cluster_rows_program writes for `rows` rows over clusters of `size`, in float64.

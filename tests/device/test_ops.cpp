@@ -104,10 +104,7 @@ TEST_F(Gpu, ClusterReductionsInsideLoops) {
   for (int size : {2, 4, 8}) {
     Kernel<&test::cluster_rows_program> k("gpu_cluster_rows", KernelOptions{1, {"in", "out", "rows", "size"}, 0, size});
     const int rows = 1000;
-    std::vector<float> in(static_cast<std::size_t>(rows) * size * 32);
-    std::mt19937 gen(size);
-    std::normal_distribution<float> dist;
-    for (float& x : in) x = dist(gen);
+    std::vector<float> in = test::cluster_rows_input(rows, size);
     const auto expect = test::cluster_rows_expected(in, rows, size);
     DeviceBuffer<float> din(in), dout(expect.size());
     for (int clusters : {1, 132, 1000, 1500}) {

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "backend/interp/interp.hpp"
 #include "dsl/tl.hpp"
@@ -122,10 +121,7 @@ TEST(Cluster, ReductionsInsideLoopsCombineEachIteration) {
     SCOPED_TRACE("clusters of " + std::to_string(size));
     Kernel<&test::cluster_rows_program> k("cluster_rows", KernelOptions{1, {"in", "out", "rows", "size"}, 0, size});
     const int rows = 7;
-    std::vector<float> in(static_cast<std::size_t>(rows) * size * 32);
-    std::mt19937 gen(size);
-    std::normal_distribution<float> dist;
-    for (float& x : in) x = dist(gen);
+    std::vector<float> in = test::cluster_rows_input(rows, size);
     const auto expect = test::cluster_rows_expected(in, rows, size);
     for (int clusters : {1, 3, 7, 9}) {  // fewer clusters than rows, as many, more
       std::vector<float> out(expect.size(), std::nanf(""));
@@ -196,10 +192,7 @@ TEST(ResidentGroups, ReductionsInsideLoopsTakeARoundEach) {
   for (int size : {1, 5, 12}) {
     SCOPED_TRACE("groups of " + std::to_string(size));
     const int rows = 7;
-    std::vector<float> in(static_cast<std::size_t>(rows) * size * 32);
-    std::mt19937 gen(size);
-    std::normal_distribution<float> dist;
-    for (float& x : in) x = dist(gen);
+    std::vector<float> in = test::cluster_rows_input(rows, size);
     const auto expect = test::cluster_rows_expected(in, rows, size);
     for (int count : {1, 3, 9}) {  // fewer groups than rows, more
       std::vector<float> out(expect.size(), std::nanf(""));
