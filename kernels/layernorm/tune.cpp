@@ -36,7 +36,6 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
   space.add(RowVariant::looped);
   looped_cluster_configs(space, target, cols, layernorm_launch::kLoopBlock);
   if (cols >= 2 * layernorm_launch::kLoopBlock) space.add(RowVariant::split);
-  resident_strided_configs(space, target, cols, element_bytes, kNormStageBytes, layernorm_launch::kLoopBlock);
   (void)rows;
   return std::move(space).configs();
 }

@@ -126,13 +126,6 @@ std::int64_t resident_capacity(const Target& target, std::int64_t program_bytes,
   return per_sm * target.sm_count;
 }
 
-bool resident_holds(const Target& target, std::int64_t cols, int element_bytes, std::int64_t stage_bytes, bool strided) {
-  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, stage_bytes / element_bytes);
-  const std::int64_t room = (piece - 16 / element_bytes) / 8 * 8;  // (resident_plan's, through windows)
-  const std::int64_t splits = (cols + room - 1) / room;
-  return splits <= resident_capacity(target, (strided ? 2 : 1) * piece * element_bytes, 0, splits);
-}
-
 int staged_warps_rule(bool peel) { return peel ? 4 : 2; }
 
 KernelShape staged_shape(const Tuning& tuning, std::int64_t stage_bytes, int warps_rule) {

@@ -83,11 +83,6 @@ std::int64_t stages_per_sm(std::int64_t stage_bytes);
 std::int64_t resident_capacity(const Target& target, std::int64_t program_bytes, std::int64_t per_sm_bound,
                                std::int64_t interpreter_programs);
 
-/// Whether a resident launch (RowVariant::resident) holds a row of `cols` elements of `element_bytes` at
-/// once: one program per stage of at most `stage_bytes` (chunks through windows, the larger count), each
-/// holding two stages with `strided` (Tuning::stride_stages), no more than resident_capacity.
-bool resident_holds(const Target& target, std::int64_t cols, int element_bytes, std::int64_t stage_bytes, bool strided);
-
 /// How a row is spread over a thread-block cluster: `splits` programs of `chunk` columns each.
 struct ClusterSplit {
   std::int64_t splits, chunk;

@@ -32,7 +32,6 @@ std::vector<RowConfig> softmax_space(std::int64_t rows, std::int64_t cols, int e
   for (int k : {1, 2, 4}) space.add(RowVariant::looped, [&](Tuning& t) { t.looped_programs_per_sm = k; });
   looped_cluster_configs(space, target, cols, softmax_launch::kLoopBlock);
   if (cols >= 2 * softmax_launch::kLoopBlock) space.add(RowVariant::split);
-  resident_strided_configs(space, target, cols, element_bytes, softmax_launch::kResidentStageBytes, softmax_launch::kLoopBlock);
   (void)rows;
   return std::move(space).configs();
 }

@@ -108,12 +108,6 @@ void looped_cluster_configs(RowSpace& space, const Target& target, std::int64_t 
     if (cols >= k * block) space.add(RowVariant::looped, [&](Tuning& t) { t.looped_cluster = k; });
 }
 
-void resident_strided_configs(RowSpace& space, const Target& target, std::int64_t cols, int element_bytes, std::int64_t stage_bytes,
-                              std::int64_t block) {
-  if (cols >= 2 * block && resident_holds(target, cols, element_bytes, stage_bytes, true))
-    space.add(RowVariant::resident, [](Tuning& t) { t.stride_stages = true; });
-}
-
 void narrow_row_configs(RowSpace& space, std::int64_t cols, int element_bytes, const Tuning& base, bool column_operands) {
   if (!packable_rows(cols, element_bytes)) return;
   space.add(RowVariant::one_program, [&](Tuning& t) {

@@ -64,12 +64,6 @@ void narrow_row_configs(RowSpace& space, std::int64_t cols, int element_bytes, c
 /// least one `block`-column piece of a row of `cols`.
 void looped_cluster_configs(RowSpace& space, const Target& target, std::int64_t cols, std::int64_t block);
 
-/// Adds to `space` the resident kernel with its groups striding over the rows (RowVariant::resident,
-/// Tuning::stride_stages) for rows of at least two `block`-column pieces that `target` holds at once in
-/// stages of `stage_bytes` (resident_holds): the read-once alternative to the split kernels for few wide rows.
-void resident_strided_configs(RowSpace& space, const Target& target, std::int64_t cols, int element_bytes, std::int64_t stage_bytes,
-                              std::int64_t block);
-
 /// A configuration as text ("looped looped_programs_per_sm=2"), as records and reports write it.
 std::string describe(const RowConfig& config);
 /// The configuration describe() wrote; nothing for text it did not write.

@@ -16,7 +16,6 @@
 
 #include "kernels/layernorm/layernorm.hpp"
 #include "kernels/reference.hpp"
-#include "kernels/rows/rules.hpp"
 #include "kernels/softmax/softmax.hpp"
 #include "kernels/tune/tuner.hpp"
 
@@ -82,33 +81,17 @@ TEST(Tune, SpacesHoldLoopedClustersWhereEachProgramGetsAPiece) {
   EXPECT_EQ(clusters(kernels::softmax_space(1000, 10000, 4, kInterp)), (std::vector<int>{1, 2}));
 }
 
-TEST(Tune, SpacesHoldStridedResidentGroupsWhereTheGpuHoldsARow) {
-  // The resident kernel with its groups striding over rows, for rows of two 4096-column pieces or more:
-  // in the interpreter always, on a GPU where one row's programs (a 32 KB stage each, two stages a
-  // program) fit at once.
-  auto resident = [](const std::vector<kernels::RowConfig>& space) {
-    int n = 0;
-    for (const auto& c : space) n += c.variant == RowVariant::resident && c.tuning.stride_stages.value_or(false);
-    return n;
-  };
-  EXPECT_EQ(resident(kernels::softmax_space(5, 855125, 4, kInterp)), 1);
-  EXPECT_EQ(resident(kernels::layernorm_space(5, 855125, 4, kInterp)), 1);
-  EXPECT_EQ(resident(kernels::softmax_space(5, 8191, 4, kInterp)), 0);
-  // On an H200's figures: 3 programs an SM of two 32 KB stages, 396 in all; f32 rows of 8184 columns a
-  // program through windows: 3240864 columns fit in 396 programs, one more does not.
-  const Target h200{"sm_90", true, 132, true, 232448, 60 << 20};
-  EXPECT_EQ(kernels::stages_per_sm(2 * 32768), 3);
-  EXPECT_TRUE(kernels::resident_holds(h200, 396 * 8184, 4, 32768, true));
-  EXPECT_FALSE(kernels::resident_holds(h200, 396 * 8184 + 1, 4, 32768, true));
-  EXPECT_TRUE(kernels::resident_holds(h200, 396 * 8184 + 1, 4, 32768, false));  // one stage a program: 6 an SM
-  EXPECT_TRUE(kernels::resident_holds(Target{}, 1 << 30, 2, 32768, true));       // the interpreter's launch holds any row
-  // A stored resident configuration reads back.
+TEST(Tune, ResidentConfigurationsReadBack) {
+  // The resident kernel is in no space (behind split everywhere it was timed, bench/NOTES.md), but a
+  // configuration of it, as a caller may keep one, reads back.
   kernels::RowConfig c{RowVariant::resident, {}};
   c.tuning.stride_stages = true;
   const auto back = kernels::parse_config(kernels::describe(c));
   ASSERT_TRUE(back.has_value()) << kernels::describe(c);
   EXPECT_EQ(back->variant, RowVariant::resident);
   EXPECT_EQ(back->tuning.stride_stages, std::optional<bool>(true));
+  for (const auto& space : {kernels::softmax_space(5, 855125, 4, kInterp), kernels::layernorm_space(5, 855125, 4, kInterp)})
+    for (const auto& config : space) EXPECT_NE(config.variant, RowVariant::resident) << kernels::describe(config);
 }
 
 TEST(Tune, LayerNormSpaceHoldsTheStagedKernelWhereverItRuns) {
