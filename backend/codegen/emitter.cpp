@@ -28,9 +28,9 @@ std::string Emitter::run() {
         << (l.n < threads_ ? " (threads past the tile hold none)" : "") << "\n";
   os_ << prelude::core << "\n";
   if (any_of_ops(fn_.body, [](Op op) { return op == Op::rand; })) os_ << prelude::rand << "\n";
-  ir::walk(fn_.body, [&](const ir::Instr& in) { cluster_reductions_left_ += ir::is_cluster_reduction(in.op) ? 1 : 0; });
   used_.assign(fn_.values.size(), false);
   ir::walk(fn_.body, [&](const ir::Instr& in) {
+    cluster_reductions_left_ += ir::is_cluster_reduction(in.op) ? 1 : 0;
     for (auto id : in.args) if (id >= 0) used_[id] = true;
     for (auto id : in.yields) if (id >= 0) used_[id] = true;
   });
@@ -112,7 +112,7 @@ void Emitter::frame() {
     if (l.n < threads_) os_ << "  const bool live" << n << " = tid < " << n << ";\n";
   if (ir::cluster_reduction_in_loop(fn_) && opt_.cluster_size > 1 && !opt_.resident_groups)
     os_ << "  unsigned tf_cluster_round = 0;  // cluster barriers passed inside loops (a looped reduction's slot)\n";
-  if (opt_.resident_groups && any_of_ops(fn_.body, ir::is_cluster_reduction))
+  if (opt_.resident_groups && cluster_reductions_left_ > 0)
     os_ << "  unsigned tf_group_round = 0;  // group reductions passed (each one's arrival target and value slot)\n";
 }
 

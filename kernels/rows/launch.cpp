@@ -134,8 +134,11 @@ StagedPlan resident_plan(const RowCall& call, int element_bytes, std::int64_t st
 
 std::int64_t resident_wave_rows(const RowCall& call, const KernelShape& shape, std::int64_t stage_bytes, std::int64_t splits,
                                 const char* alternative) {
+  const Target target = call.target();
   // What the stages leave an SM, within the launch bounds.
-  const std::int64_t capacity = resident_capacity(call.target(), stage_bytes, shape.min_programs, 2 * splits);
+  std::int64_t per_sm = stages_per_sm(stage_bytes);
+  if (shape.min_programs > 0) per_sm = std::min<std::int64_t>(per_sm, shape.min_programs);
+  const std::int64_t capacity = target.gpu ? per_sm * target.sm_count : 2 * splits;
   if (splits > capacity)
     throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": cols = " + std::to_string(call.cols) + " take " +
                                 std::to_string(splits) + " programs per row, and a resident launch holds at most " +

@@ -118,14 +118,6 @@ KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t p
 
 std::int64_t stages_per_sm(std::int64_t stage_bytes) { return (228 * 1024) / (stage_bytes + 1024); }
 
-std::int64_t resident_capacity(const Target& target, std::int64_t program_bytes, std::int64_t per_sm_bound,
-                               std::int64_t interpreter_programs) {
-  if (!target.gpu) return interpreter_programs;
-  std::int64_t per_sm = stages_per_sm(program_bytes);
-  if (per_sm_bound > 0) per_sm = std::min(per_sm, per_sm_bound);
-  return per_sm * target.sm_count;
-}
-
 int staged_warps_rule(bool peel) { return peel ? 4 : 2; }
 
 KernelShape staged_shape(const Tuning& tuning, std::int64_t stage_bytes, int warps_rule) {

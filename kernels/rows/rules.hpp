@@ -77,12 +77,6 @@ int staged_warps_rule(bool peel);
 /// SM (each block also takes 1 KB of the driver's): what staged_shape asks ptxas to fit.
 std::int64_t stages_per_sm(std::int64_t stage_bytes);
 
-/// Programs a resident launch keeps at once on `target` where each holds `program_bytes` of stages: what
-/// the stages leave an SM (stages_per_sm), at most `per_sm_bound` where positive (the launch bounds), on
-/// every SM; on the interpreter, `interpreter_programs`.
-std::int64_t resident_capacity(const Target& target, std::int64_t program_bytes, std::int64_t per_sm_bound,
-                               std::int64_t interpreter_programs);
-
 /// How a row is spread over a thread-block cluster: `splits` programs of `chunk` columns each.
 struct ClusterSplit {
   std::int64_t splits, chunk;

@@ -62,7 +62,7 @@ void resident(const RowCall& call, const Args& a) {
   check_matrix(call, "in", a.in);
   check_matrix(call, "out", a.out);
   const int bytes = ir::dtype_bytes(a.in.dtype);
-  const StagedPlan plan = resident_plan(call, bytes, kResidentStageBytes, peeled(call.opt.tuning, call.cols, bytes));
+  const StagedPlan plan = resident_plan(call, bytes, 32768, peeled(call.opt.tuning, call.cols, bytes));
   const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
   const bool strided = call.opt.tuning.stride_stages.value_or(false);
   with_float_dtype(a.in.dtype, [&]<class T>() {
