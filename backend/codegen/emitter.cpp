@@ -138,6 +138,7 @@ void Emitter::instr(const ir::Instr& in) {
 void Emitter::geometry(const ir::Instr& in) {
   switch (in.op) {
     case Op::param:
+      if (!used_[in.result]) break;  // a parameter the program never reads (a variant's unused argument)
       os_ << "  " << value_type(in.result) << " const " << v(in.result) << " = "
           << param_value(fn_, opt_, in.as<ir::attr::Param>().index) << ";\n";
       break;
