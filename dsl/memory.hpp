@@ -10,9 +10,12 @@ namespace tilefuse::tl {
 
 // ---- memory ----
 
-/// How a load or store asks the caches to treat its lines, as Triton's cache_modifier: Cache::streaming
-/// for data touched once (a row streamed through a kernel), so that what is reused (a weight vector)
-/// stays cached; Cache::l2_only to skip L1; Cache::normal otherwise. The interpreter ignores it.
+/// How a load or store asks the caches to treat its lines, as Triton's cache_modifier and
+/// eviction_policy: Cache::streaming for data touched once (a row streamed through a kernel), so that what
+/// is reused (a weight vector) stays cached; Cache::l2_only to skip L1; Cache::evict_last for data that a
+/// later pass or kernel reads again (a row's first pass, whose second pass rereads it from the L2), kept
+/// in the L2 ahead of other lines until an access with another hint (a streaming reread) releases it;
+/// Cache::normal otherwise. The interpreter ignores it.
 using Cache = ir::CacheHint;
 
 /// Loads the elements `ptrs` point to where `mask` is true and `other` elsewhere (0 when not given).

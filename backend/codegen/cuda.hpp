@@ -47,6 +47,9 @@ struct Options {
   /// The value of each scalar parameter compiled in as a constant (KernelOptions::constant_params), by
   /// parameter index; nullopt or past the end: read from the kernel's argument.
   std::vector<std::optional<std::int64_t>> constants;
+  /// Accesses with Cache::evict_last take the L2's evict-last policy; false: they go as Cache::normal
+  /// (KernelOptions::l2_evict_last).
+  bool l2_evict_last = true;
 };
 
 /// The most tensor maps a kernel takes (further loads keep cp.async, stores go from registers); the

@@ -10,9 +10,7 @@ using ir::DType;
 
 namespace {
 
-// The cache hint of a global load or store (masks take none), and what it adds to tf_load_vec's or
-// tf_store_vec's template arguments.
-int hint_of(const ir::Instr& in, DType dt) { return dt == DType::i1 ? 0 : static_cast<int>(in.as<ir::attr::Memory>().cache); }
+// What a cache hint (text::cache_hint) adds to tf_load_vec's or tf_store_vec's template arguments.
 std::string hint_arg(int hint) { return hint ? ", " + std::to_string(hint) : ""; }
 // The element at address `addr` (of storage type S) read with cache hint `hint`.
 std::string read(const std::string& S, const std::string& addr, int hint) {
@@ -59,7 +57,7 @@ void Emitter::load(const ir::Instr& in) {
   const std::string p = v(in.args[0]);
   const bool masked = plan.masked;
   const std::string S = text::storage_type(t.dtype);
-  const int hint = hint_of(in, t.dtype);
+  const int hint = text::cache_hint(in.as<ir::attr::Memory>().cache, t.dtype, opt_.l2_evict_last);
   if (t.rank == 0) {
     const std::string value = text::from_storage(t.dtype, read(S, bounds_.checked(p, in, in.args[0], 1), hint));
     os_ << "  const " << text::reg_type(t) << " " << v(in.result) << " = "
@@ -137,7 +135,7 @@ void Emitter::store(const ir::Instr& in) {
   const bool masked = plan.masked;
   const DType dt = pt.dtype;
   const std::string S = text::storage_type(dt);
-  const int hint = hint_of(in, dt);
+  const int hint = text::cache_hint(in.as<ir::attr::Memory>().cache, dt, opt_.l2_evict_last);
   if (pt.rank == 0) {
     // Every thread holds the scalar; one writes it.
     os_ << "  if (tid == 0" << (masked ? " && " + v(in.args[2]) : "") << ") "

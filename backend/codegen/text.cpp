@@ -121,6 +121,11 @@ std::string cast(DType from, DType to, const std::string& x) {
   return to == DType::i32 ? "(int)" + x : "(long long)" + x;
 }
 
+int cache_hint(ir::CacheHint hint, ir::DType dt, bool evict_last) {
+  if (dt == ir::DType::i1 || (hint == ir::CacheHint::evict_last && !evict_last)) return 0;
+  return static_cast<int>(hint);
+}
+
 std::string grid_order(ir::Op op) { return op == ir::Op::gdc_wait ? "tf_gdc_wait();" : "tf_gdc_launch_dependents();"; }
 
 }  // namespace tilefuse::codegen::text

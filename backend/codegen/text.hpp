@@ -9,6 +9,11 @@
 
 namespace tilefuse::codegen::text {
 
+/// The H of tf_ld<H> / tf_st<H> (prelude/core.cuh) for a global access of `dt` with `hint`: 0 (a plain
+/// access) for masks (i1) and normal accesses, and for evict_last where `evict_last` is false
+/// (Options::l2_evict_last).
+int cache_hint(ir::CacheHint hint, ir::DType dt, bool evict_last);
+
 /// Register type of a value's elements ("float", "int", "tf_u16*" for a pointer to halves, ...).
 std::string reg_type(const ir::ValueType& t);
 /// Memory (storage) type of one element: halves as 16-bit words.

@@ -13,10 +13,6 @@ namespace tilefuse::codegen {
 
 using passes::TileLayout2;
 
-namespace {
-int hint_of(const ir::Instr& in, ir::DType dt) { return dt == ir::DType::i1 ? 0 : static_cast<int>(in.as<ir::attr::Memory>().cache); }
-}  // namespace
-
 int TileEmitter::vector_width(const TileLayout2& l, ir::ValueId ptr, ir::ValueId mask, ir::DType dt) const {
   int W = pointer_width(l, ptr, dt);
   if (mask >= 0 && !a_.axis[mask].always_true)
@@ -175,7 +171,7 @@ void TileEmitter::load(const ir::Instr& in) {
   std::string other = masked ? at(in.args[2], l, "e0 + k") : text::literal(t.dtype, 0);
   if (moved_as_words(in.result)) other = text::to_storage(t.dtype, other);
   const std::string r = v(in.result);
-  const int hint = hint_of(in, t.dtype);
+  const int hint = text::cache_hint(in.as<ir::attr::Memory>().cache, t.dtype, opt_.l2_evict_last);
   os_ << "  " << declare_loaded(in.result, l.per_thread()) << "\n";
   os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
   os_ << "    " << S << " tf_w[" << W << "];\n";
@@ -222,7 +218,7 @@ void TileEmitter::store(const ir::Instr& in) {
   if (!lanes) W = vector_width(l, in.args[0], masked ? in.args[2] : -1, t.dtype);
   const std::string S = text::storage_type(t.dtype), p = get(in.args[0], l), x = get(value, l);
   const std::string cond = masked ? (lanes ? every_lane(in.args[2], l, W) : at(in.args[2], l, "e0")) : "";
-  const int hint = hint_of(in, t.dtype);
+  const int hint = text::cache_hint(in.as<ir::attr::Memory>().cache, t.dtype, opt_.l2_evict_last);
   os_ << "#pragma unroll\n  for (int e0 = 0; e0 < " << l.per_thread() << "; e0 += " << W << ") {\n";
   os_ << "    " << (cond.empty() ? "" : "if (" + cond + ") ") << "{\n";
   os_ << "      " << S << " tf_w[" << W << "];\n";

@@ -52,6 +52,7 @@ const char* cache_hint_name(CacheHint hint) {
   switch (hint) {
     case CacheHint::streaming: return "streaming";
     case CacheHint::l2_only: return "l2_only";
+    case CacheHint::evict_last: return "evict_last";
     default: return "normal";
   }
 }

@@ -86,11 +86,13 @@ enum class Op : std::uint8_t {
                           ///< programs while this one's finish; no operands, no result
 };
 
-/// How a load or store asks the caches to treat its lines (Triton's cache_modifier): `normal` as the
-/// hardware does; `streaming` (PTX .cs) evicts them first, for data touched once, so that what is reused
-/// stays cached; `l2_only` (PTX .cg) caches them in L2, not L1.
-enum class CacheHint : std::uint8_t { normal, streaming, l2_only };
-/// Name of a cache hint as the printer spells it ("normal", "streaming", "l2_only").
+/// How a load or store asks the caches to treat its lines (Triton's cache_modifier and eviction_policy):
+/// `normal` as the hardware does; `streaming` (PTX .cs) evicts them first, for data touched once, so that
+/// what is reused stays cached; `l2_only` (PTX .cg) caches them in L2, not L1; `evict_last` (PTX
+/// L2::evict_last cache policy) keeps them in the L2 ahead of other lines, for data a later pass or
+/// kernel reads again (KernelOptions::l2_evict_last can turn it into `normal`).
+enum class CacheHint : std::uint8_t { normal, streaming, l2_only, evict_last };
+/// Name of a cache hint as the printer spells it ("normal", "streaming", "l2_only", "evict_last").
 const char* cache_hint_name(CacheHint hint);
 
 /// The attributes an instruction can carry, one type per kind (the op table says which an op takes).

@@ -164,7 +164,7 @@ codegen::Generated Program::generate(const Specialization& spec, const std::stri
   return codegen::generate(
       fn_, analysis, codegen::Options{options_.num_warps, spec.programs_per_block, bounded ? options_.min_programs_per_sm : 0, options_.cluster_size,
                                   options_.resident_groups, options_.num_stages, spec.bounds_checks, options_.precise_division,
-                                  options_.tma, spec.constants});
+                                  options_.tma, spec.constants, options_.l2_evict_last});
 }
 
 std::string Program::cuda_source(const Specialization& spec, const std::string& arch) const { return generate(spec, arch).source; }

@@ -73,6 +73,10 @@ struct KernelOptions {
   /// past them fold away. Each distinct value compiles (and caches) a specialization of its own, so name
   /// only parameters that take few values, such as a narrow row's width. The interpreter ignores it.
   std::vector<std::string> constant_params;
+  /// Loads and stores with tl::Cache::evict_last take the L2's evict-last policy (PTX createpolicy and
+  /// L2::cache_hint), so that their lines outlast others there; false compiles them as Cache::normal (the
+  /// same program without the hint, to measure what it buys).
+  bool l2_evict_last = true;
 };
 
 /// What is known about each argument at compile time: the power of two that divides an integer argument

@@ -198,7 +198,7 @@ inline void stage_reference(const std::vector<float>& x, int n, int at, std::vec
 
 /// Every kind of global access with a cache hint: per row of n elements (stride n), y = 2 x + x[0] + h
 /// with x read streaming (masked, in runs), x[0] as an L2-only scalar and y written L2-only; halves h
-/// read and written streaming whole; the row's sum written as a streaming scalar.
+/// read and written whole under the evict-last policy; the row's sum written as a streaming scalar.
 template <int BLOCK>
 void hinted_copy_program(tl::Ptr<tl::f32> x, tl::Ptr<tl::bf16> h, tl::Ptr<tl::f32> y, tl::Ptr<tl::bf16> h_out,
                          tl::Ptr<tl::f32> sums, tl::Scalar<tl::i32> n) {
@@ -207,9 +207,9 @@ void hinted_copy_program(tl::Ptr<tl::f32> x, tl::Ptr<tl::bf16> h, tl::Ptr<tl::f3
   auto mask = cols < n;
   auto xv = tl::load(x + row * n + cols, mask, tl::Cache::streaming);
   auto first = tl::load(x + row * n, tl::Cache::l2_only);
-  auto hv = tl::load(h + row * BLOCK + cols, tl::Cache::streaming);
+  auto hv = tl::load(h + row * BLOCK + cols, tl::Cache::evict_last);
   tl::store(y + row * n + cols, xv * 2.0 + first + tl::cast<tl::f32>(hv), mask, tl::Cache::l2_only);
-  tl::store(h_out + row * BLOCK + cols, hv, tl::Cache::streaming);
+  tl::store(h_out + row * BLOCK + cols, hv, tl::Cache::evict_last);
   tl::store(sums + row, tl::sum(xv), tl::Cache::streaming);
 }
 

@@ -141,13 +141,15 @@ TEST(Nvrtc, PtxUsesVectorLoadsForAlignedRows) {
 }
 
 // tl::Cache hints reach the IR, the generated source and the PTX: ld/st.global.cs for streaming,
-// .cg for L2 only, on vector runs, masked element paths and scalars alike.
+// .cg for L2 only, an L2::cache_hint access under an evict-last policy for evict_last, on vector runs,
+// masked element paths and scalars alike.
 TEST(Nvrtc, CacheHintsReachThePtx) {
   Kernel<&testkit::hinted_copy_program<1024>> k("hinted_copy", KernelOptions{4, {"x", "h", "y", "h_out", "sums", "n"}});
   auto& p = k.program();
   const std::string ir_text = ir::print(p.ir());
-  EXPECT_EQ(test::occurrences(ir_text, " streaming"), 4u) << ir_text;  // two loads, two stores
+  EXPECT_EQ(test::occurrences(ir_text, " streaming"), 2u) << ir_text;  // a load and a store each
   EXPECT_EQ(test::occurrences(ir_text, " l2_only"), 2u) << ir_text;
+  EXPECT_EQ(test::occurrences(ir_text, " evict_last"), 2u) << ir_text;
   for (const auto& spec : {Specialization{{16, 16, 16, 16, 16, 1024}}, Specialization{{16, 16, 16, 16, 16, 1}}}) {
     const std::string src = p.cuda_source(spec);
     const std::string ptx = nvrtc::ptx(src, codegen::kernel_symbol(p.ir()), "sm_90");
@@ -156,12 +158,30 @@ TEST(Nvrtc, CacheHintsReachThePtx) {
     EXPECT_NE(ptx.find("ld.global.cg"), std::string::npos);
     EXPECT_NE(ptx.find("st.global.cs"), std::string::npos);
     EXPECT_NE(ptx.find("st.global.cg"), std::string::npos);
+    EXPECT_NE(ptx.find("createpolicy.fractional.L2::evict_last"), std::string::npos);
+    EXPECT_NE(ptx.find("ld.global.L2::cache_hint.v2.u64"), std::string::npos);
+    EXPECT_NE(ptx.find("st.global.L2::cache_hint.v2.u64"), std::string::npos);
+    EXPECT_EQ(test::occurrences(src, "tf_load_vec<unsigned, 4, 3>("), 1u) << src;
+    EXPECT_EQ(test::occurrences(src, "tf_store_vec<unsigned, 4, 3>("), 1u) << src;
     if (spec.divisibility.back() == 1024) {
       EXPECT_EQ(test::occurrences(src, "tf_load_vec<float, 4, 1>("), 1u) << src;
       EXPECT_EQ(test::occurrences(src, "tf_store_vec<float, 4, 2>("), 1u) << src;
-      EXPECT_EQ(test::occurrences(src, "tf_load_vec<unsigned, 4, 1>("), 1u) << src;
     } else {
       EXPECT_NE(src.find("tf_ld<1, float>("), std::string::npos) << src;  // element by element
     }
   }
+}
+
+// KernelOptions::l2_evict_last = false compiles the same program's evict_last accesses as plain ones.
+TEST(Nvrtc, EvictLastCanBeTurnedOff) {
+  KernelOptions opt{4, {"x", "h", "y", "h_out", "sums", "n"}};
+  opt.l2_evict_last = false;
+  Kernel<&testkit::hinted_copy_program<1024>> k("hinted_copy_plain", opt);
+  auto& p = k.program();
+  const std::string src = p.cuda_source(Specialization{{16, 16, 16, 16, 16, 1024}});
+  const std::string ptx = nvrtc::ptx(src, codegen::kernel_symbol(p.ir()), "sm_90");
+  EXPECT_EQ(ptx.find("L2::cache_hint"), std::string::npos);
+  EXPECT_EQ(ptx.find("createpolicy"), std::string::npos);
+  EXPECT_NE(ptx.find("ld.global.cs"), std::string::npos);  // the other hints stay
+  EXPECT_EQ(test::occurrences(src, "tf_load_vec<unsigned, 4>("), 1u) << src;
 }

@@ -92,16 +92,44 @@ template <class S, int W> union tf_pack {
   struct alignas(sizeof(S) * W) Raw { typename tf_word<(sizeof(S) * W > 8 ? 8 : sizeof(S) * W)>::type w[(sizeof(S) * W + 7) / 8]; } raw;
   S s[W];
 };
+// The L2 policy that keeps lines ahead of others (evict-last), for accesses with L2::cache_hint.
+__device__ __forceinline__ unsigned long long tf_evict_last() {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+// A 2-, 4-, 8- or 16-byte global load or store under the evict-last policy (as __ldcs and __stcs spell
+// theirs, by the access's size; other sizes go plain).
+template <class V> __device__ __forceinline__ V tf_ld_last(const V* p) {
+  union { V v; unsigned short h; unsigned u; unsigned long long d[2]; } r;
+  if constexpr (sizeof(V) == 16) asm("ld.global.L2::cache_hint.v2.u64 {%0, %1}, [%2], %3;" : "=l"(r.d[0]), "=l"(r.d[1]) : "l"(p), "l"(tf_evict_last()));
+  else if constexpr (sizeof(V) == 8) asm("ld.global.L2::cache_hint.u64 %0, [%1], %2;" : "=l"(r.d[0]) : "l"(p), "l"(tf_evict_last()));
+  else if constexpr (sizeof(V) == 4) asm("ld.global.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(r.u) : "l"(p), "l"(tf_evict_last()));
+  else if constexpr (sizeof(V) == 2) asm("ld.global.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(r.h) : "l"(p), "l"(tf_evict_last()));
+  else r.v = *p;
+  return r.v;
+}
+template <class V> __device__ __forceinline__ void tf_st_last(V* p, V v) {
+  union { V v; unsigned short h; unsigned u; unsigned long long d[2]; } w;
+  w.v = v;
+  if constexpr (sizeof(V) == 16) asm("st.global.L2::cache_hint.v2.u64 [%0], {%1, %2}, %3;" :: "l"(p), "l"(w.d[0]), "l"(w.d[1]), "l"(tf_evict_last()) : "memory");
+  else if constexpr (sizeof(V) == 8) asm("st.global.L2::cache_hint.u64 [%0], %1, %2;" :: "l"(p), "l"(w.d[0]), "l"(tf_evict_last()) : "memory");
+  else if constexpr (sizeof(V) == 4) asm("st.global.L2::cache_hint.u32 [%0], %1, %2;" :: "l"(p), "r"(w.u), "l"(tf_evict_last()) : "memory");
+  else if constexpr (sizeof(V) == 2) asm("st.global.L2::cache_hint.u16 [%0], %1, %2;" :: "l"(p), "h"(w.h), "l"(tf_evict_last()) : "memory");
+  else *p = v;
+}
 // Global accesses with a cache hint H (tl::Cache): 0 as the hardware caches, 1 streaming (ld/st.cs:
-// evicted first), 2 L2 only (ld/st.cg).
+// evicted first), 2 L2 only (ld/st.cg), 3 evict-last (kept in the L2 for a later reread).
 template <int H, class V> __device__ __forceinline__ V tf_ld(const V* p) {
   if constexpr (H == 1) return __ldcs(p);
   else if constexpr (H == 2) return __ldcg(p);
+  else if constexpr (H == 3) return tf_ld_last(p);
   else return *p;
 }
 template <int H, class V> __device__ __forceinline__ void tf_st(V* p, V v) {
   if constexpr (H == 1) __stcs(p, v);
   else if constexpr (H == 2) __stcg(p, v);
+  else if constexpr (H == 3) tf_st_last(p, v);
   else *p = v;
 }
 template <class S, int W, int H = 0> __device__ __forceinline__ void tf_load_vec(const S* p, S (&out)[W]) {
