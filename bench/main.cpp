@@ -95,7 +95,8 @@ bool tuning_flag(const std::string& flag, const char* value, kernels::Tuning& t)
     std::optional<bool>* field;
   } bools[] = {{"--peel", &t.peel}, {"--pack-rows", &t.pack_rows}, {"--stage-rows", &t.stage_rows}, {"--stage-stores", &t.stage_stores},
                  {"--constant-cols", &t.constant_cols}, {"--stride-rows", &t.stride_rows}, {"--rows-ahead", &t.rows_ahead}, {"--stride-stages", &t.stride_stages},
-                 {"--overlap-launches", &t.overlap_launches}, {"--shift-affine", &t.shift_affine}};
+                 {"--overlap-launches", &t.overlap_launches}, {"--shift-affine", &t.shift_affine},
+                 {"--keep-rows-in-l2", &t.keep_rows_in_l2}};
   for (const auto& f : bools)
     if (flag == f.name) {
       *f.field = std::stoi(value) != 0;
@@ -130,7 +131,8 @@ int main(int argc, char** argv) {
                     "tuning flags (kernels::Tuning; unset: each kernel's rule): --row-elements N, --resident-threads N,\n"
                     "  --staged-warps N, --stage-bytes N, --carveout P, --looped-programs-per-sm K,\n"
                     "  --looped-cluster K, --split-programs-per-sm K, --split-group-bytes N, --peel 0|1, --pack-rows 0|1, --stage-rows 0|1, --stage-stores 0|1,\n"
-                    "  --constant-cols 0|1, --stride-rows 0|1, --rows-ahead 0|1, --stride-stages 0|1, --overlap-launches 0|1, --shift-affine 0|1\n\n");
+                    "  --constant-cols 0|1, --stride-rows 0|1, --rows-ahead 0|1, --stride-stages 0|1, --overlap-launches 0|1, --shift-affine 0|1,\n"
+                    "  --keep-rows-in-l2 0|1\n\n");
         rest.push_back(argv[i]);
       } else if (a == "--smoke") r.smoke = true;
       else if (a == "--table" && i + 1 < argc) table = argv[++i];

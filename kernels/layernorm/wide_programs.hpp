@@ -17,7 +17,8 @@ namespace detail {
 // Sums of x - shift and of its square over columns [start, end) of the row at `base`, in BLOCK-column
 // pieces, per lane and then across lanes. The shift (the row's first element) cancels a large mean
 // before anything is squared. With FIRST, columns below `first` are not the row's (an aligned window's
-// head, row_window). Only the end pieces are masked (for_row_pieces_ahead).
+// head, row_window). Only the end pieces are masked (for_row_pieces_ahead). The row is read evict-last:
+// the second pass (normalize_affine_range, streaming) or kernel rereads it from the L2.
 template <class T, int BLOCK, bool FIRST = false>
 std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_sums(tl::Ptr<T> x, tl::Scalar<tl::i32> base,
                                                                   tl::Scalar<tl::f32> shift, tl::Scalar<tl::i32> start,
@@ -25,7 +26,7 @@ std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_sums(tl::Ptr<T> x, 
                                                                   tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
   auto init = std::tuple{tl::full<tl::f32, BLOCK>(0.0), tl::full<tl::f32, BLOCK>(0.0)};
-  auto load = [&](tl::Scalar<tl::i32> from, const auto& mask) { return tl::load(x + base + from + cols, mask); };
+  auto load = [&](tl::Scalar<tl::i32> from, const auto& mask) { return tl::load(x + base + from + cols, mask, tl::Cache::evict_last); };
   auto [s1, s2] = for_row_pieces_ahead<BLOCK, FIRST>(start, first, end, load, init,
                                                      [&](auto, auto piece, const PieceMask<BLOCK>& in_row, auto s1, auto s2) {
                                                        auto d = in_row.in_row(tl::cast<tl::f32>(piece) - shift, 0.0);

@@ -101,6 +101,11 @@ struct Tuning {
   /// that w and b are read 16 bytes at a time under x's mask rather than element by element); the rule
   /// (shift_affine_pays) is yes for rows of halves, at least 256 of them.
   std::optional<bool> shift_affine;
+  /// Whether the looped and split-row kernels' first pass over a row reads it under the L2's evict-last
+  /// policy (tl::Cache::evict_last; KernelOptions::l2_evict_last), so that the second pass, or the combine
+  /// kernel, finds it in the L2 rather than behind lines read since; the second pass reads it streaming,
+  /// which releases it. The rule is yes.
+  std::optional<bool> keep_rows_in_l2;
 };
 
 /// When the automatic choice of a sample row kernel consults the tuner (kernels/tune/tuner.hpp).

@@ -24,6 +24,7 @@ struct KernelShape {
   int carveout = 100;     ///< KernelOptions::shared_carveout
   bool groups = false;    ///< KernelOptions::resident_groups
   bool min_programs_unless_spilling = false;  ///< KernelOptions::min_programs_unless_spilling
+  bool evict_last = true;  ///< KernelOptions::l2_evict_last
   /// The parameter KernelOptions::constant_params compiles in; empty: none.
   std::string_view constant;
   friend auto operator<=>(const KernelShape&, const KernelShape&) = default;
@@ -52,8 +53,12 @@ KernelShape row_shape(const Tuning& tuning, int element_bytes, std::int64_t bloc
 int resident_programs(const Tuning& tuning, int resident_rule, int warps);
 
 /// A kernel that loops over a row in pieces of `block`: 16 elements per thread for every dtype (the
-/// 64-byte rule of row_shape is for rows held in registers).
+/// 64-byte rule of row_shape is for rows held in registers); its first pass reads evict-last where
+/// Tuning::keep_rows_in_l2 allows (the rule: yes).
 KernelShape looped_shape(const Tuning& tuning, std::int64_t block);
+/// The split-row kernels' shape: looped_shape's, with the partials' reads evict-last only where
+/// Tuning::keep_rows_in_l2 asks (the rule: no; measured, bench/NOTES.md).
+KernelShape split_shape(const Tuning& tuning, std::int64_t block);
 
 /// A row kernel that holds its row as `pieces` tiles of `piece` elements of `element_bytes`: the row's
 /// elements per thread split over the pieces and rounded up to a power of two per piece (at least two

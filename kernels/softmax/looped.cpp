@@ -47,7 +47,7 @@ void split(const RowCall& call, const Args& a) {
                                         ir::dtype_bytes(a.in.dtype), kSoftmaxMaxSplits, kLoopBlock);
   const SplitPlan& plan = p.plan;
   const Arg n = i32(call.cols);
-  const KernelShape shape = looped_shape(call.opt.tuning, kLoopBlock);
+  const KernelShape shape = split_shape(call.opt.tuning, kLoopBlock);
   with_float_dtype(a.in.dtype, [&]<class T>() {
     // Rows that are not whole vectors: the chunks split each row's aligned window.
     const bool peel = peeled(call.opt.tuning, call.cols, element_bytes_of<T>());

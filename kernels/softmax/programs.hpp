@@ -146,14 +146,17 @@ namespace detail {
 // Max and sum of exp(x - max) over columns [start, end) of the row at `base`, in BLOCK-column pieces
 // with a running max and sum per lane (online softmax: each element read once), then across lanes.
 // With FIRST, columns below `first` are not the row's (an aligned window's head, row_window). Only the
-// end pieces are masked (for_row_pieces_ahead).
+// end pieces are masked (for_row_pieces_ahead). The row is read evict-last: the second pass
+// (normalize_range, streaming) or kernel rereads it from the L2.
 template <class T, int BLOCK, bool FIRST = false>
 std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> online_max_sum(tl::Ptr<T> in, tl::Scalar<tl::i32> base,
                                                                      tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end,
                                                                      tl::Scalar<tl::i32> first = tl::scalar<tl::i32>(0)) {
   auto cols = tl::arange<BLOCK>();
   auto init = std::tuple{tl::full<tl::f32, BLOCK>(-tl::inf), tl::full<tl::f32, BLOCK>(0.0)};
-  auto load = [&](tl::Scalar<tl::i32> from, const auto& mask) { return tl::load(in + base + from + cols, mask, -tl::inf); };
+  auto load = [&](tl::Scalar<tl::i32> from, const auto& mask) {
+    return tl::load(in + base + from + cols, mask, -tl::inf, tl::Cache::evict_last);
+  };
   auto [m, s] = for_row_pieces_ahead<BLOCK, FIRST>(start, first, end, load, init, [&](auto, auto piece, const auto&, auto m, auto s) {
     auto x = tl::cast<tl::f32>(piece);
     // One exp per element: of x and the running max, one is the new max and its exp term is 1, the other

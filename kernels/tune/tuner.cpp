@@ -86,6 +86,8 @@ const std::vector<Knob>& knobs() {
        [](Tuning& t, std::int64_t v) { t.stride_stages = v != 0; }},
       {"shift_affine", [](const Tuning& t) { return t.shift_affine ? std::optional<std::int64_t>(*t.shift_affine) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.shift_affine = v != 0; }},
+      {"keep_rows_in_l2", [](const Tuning& t) { return t.keep_rows_in_l2 ? std::optional<std::int64_t>(*t.keep_rows_in_l2) : std::nullopt; },
+       [](Tuning& t, std::int64_t v) { t.keep_rows_in_l2 = v != 0; }},
       {"overlap_launches", [](const Tuning& t) { return t.overlap_launches ? std::optional<std::int64_t>(*t.overlap_launches) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.overlap_launches = v != 0; }},
   };

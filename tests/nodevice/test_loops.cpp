@@ -9,6 +9,7 @@
 #include "backend/codegen/cuda.hpp"
 #include "backend/nvrtc/nvrtc.hpp"
 #include "kernels/reference.hpp"
+#include "kernels/layernorm/layernorm.hpp"
 #include "kernels/rows/programs.hpp"
 #include "kernels/rows/rules.hpp"
 #include "kernels/softmax/programs.hpp"
@@ -170,6 +171,36 @@ TEST(Loops, GeneratedCodeCompilesWithoutSpills) {
     const auto info = p->compile(p->default_specialization(), "sm_90");
     EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
     EXPECT_EQ(info.stack_bytes, 0) << info.ptxas_log;
+  }
+}
+
+// The looped kernels read a row's first pass under the L2's evict-last policy and the second pass
+// streaming (Tuning::keep_rows_in_l2, rule yes); the split kernels' partials only when asked (rule no:
+// measured slower); without, the same programs compile plain loads. The one-program kernel reads once.
+TEST(Loops, FirstPassesKeepTheirRowsInL2) {
+  using kernels::RowVariant;
+  auto evict_last_loads = [](const Program* p) {
+    EXPECT_NE(ir::print(p->ir()).find("load evict_last"), std::string::npos) << p->ir().name;  // the program asks
+    return test::occurrences(p->cuda_source(p->default_specialization()), ", 3>(");  // the options decide
+  };
+  kernels::RowOptions keep = test::kInterpreter, plain = test::kInterpreter;
+  keep.tuning.keep_rows_in_l2 = true;
+  plain.tuning.keep_rows_in_l2 = false;
+  for (auto dtype : {ir::DType::f32, ir::DType::bf16}) {
+    SCOPED_TRACE(ir::dtype_name(dtype));
+    EXPECT_GT(evict_last_loads(kernels::softmax_programs(RowVariant::looped, dtype, 200000, test::kInterpreter).at(0)), 0u);
+    EXPECT_GT(evict_last_loads(kernels::layernorm_programs(RowVariant::looped, dtype, 200000, test::kInterpreter).at(0)), 0u);
+    EXPECT_EQ(evict_last_loads(kernels::softmax_programs(RowVariant::split, dtype, 200000, test::kInterpreter, 8).at(0)), 0u);
+    EXPECT_EQ(evict_last_loads(kernels::layernorm_programs(RowVariant::split, dtype, 200000, test::kInterpreter, 8).at(0)), 0u);
+    EXPECT_GT(evict_last_loads(kernels::softmax_programs(RowVariant::split, dtype, 200000, keep, 8).at(0)), 0u);
+    EXPECT_GT(evict_last_loads(kernels::layernorm_programs(RowVariant::split, dtype, 200000, keep, 8).at(0)), 0u);
+    EXPECT_EQ(evict_last_loads(kernels::softmax_programs(RowVariant::looped, dtype, 200000, plain).at(0)), 0u);
+    EXPECT_EQ(evict_last_loads(kernels::layernorm_programs(RowVariant::looped, dtype, 200000, plain).at(0)), 0u);
+    // The combine kernel rereads streaming; the one-program kernel reads once.
+    const std::string combine = kernels::softmax_programs(RowVariant::split, dtype, 200000, keep, 8).at(1)->ir().name;
+    EXPECT_EQ(ir::print(kernels::softmax_programs(RowVariant::split, dtype, 200000, keep, 8).at(1)->ir()).find("evict_last"), std::string::npos) << combine;
+    EXPECT_EQ(ir::print(kernels::softmax_programs(RowVariant::one_program, dtype, 4096, test::kInterpreter).at(0)->ir()).find("evict_last"),
+              std::string::npos);
   }
 }
 
