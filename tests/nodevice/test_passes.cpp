@@ -253,6 +253,21 @@ TEST(Passes, VerifierRejectsBadIr) {
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("used before it is defined"), std::string::npos) << e.what();
   }
+
+  // A load's cache hint is one of the four; every one of them prints after the op.
+  for (int h = 0; h <= 4; ++h) {
+    Builder d;
+    auto q = d.param(ir::ValueType{DType::f32, true, 0, {1, 1}}, "q");
+    d.add(Op::load, scalar(DType::f32), {q}, ir::attr::Memory{static_cast<ir::CacheHint>(h)});
+    if (h == 4) {
+      EXPECT_THROW(ir::verify(d.fn), std::logic_error);
+      continue;
+    }
+    ir::verify(d.fn);
+    const auto hint = static_cast<ir::CacheHint>(h);
+    EXPECT_EQ(ir::print(d.fn).find(std::string("load ") + ir::cache_hint_name(hint)) != std::string::npos, hint != ir::CacheHint::normal)
+        << ir::print(d.fn);
+  }
 }
 
 TEST(Passes, AxisInfoTracksContiguityAndAlignment) {
