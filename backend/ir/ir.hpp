@@ -92,6 +92,8 @@ enum class Op : std::uint8_t {
 /// L2::evict_last cache policy) keeps them in the L2 ahead of other lines, for data a later pass or
 /// kernel reads again (KernelOptions::l2_evict_last can turn it into `normal`).
 enum class CacheHint : std::uint8_t { normal, streaming, l2_only, evict_last };
+/// How many cache hints there are: a CacheHint's value lies below it.
+inline constexpr int kCacheHints = 4;
 /// Name of a cache hint as the printer spells it ("normal", "streaming", "l2_only", "evict_last").
 const char* cache_hint_name(CacheHint hint);
 

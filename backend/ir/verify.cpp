@@ -195,8 +195,7 @@ class Verifier {
 
   void memory_hint(const Instr& in) const {
     const auto hint = in.as<attr::Memory>().cache;
-    if (hint != CacheHint::normal && hint != CacheHint::streaming && hint != CacheHint::l2_only && hint != CacheHint::evict_last)
-      fail(in, "no such cache hint");
+    if (static_cast<int>(hint) >= kCacheHints) fail(in, "no such cache hint");
   }
 
   // stage_store and stage_copy: (offset, tile [, mask]); stage_load: (offset [, mask, other]); an i32

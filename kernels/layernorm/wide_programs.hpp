@@ -17,8 +17,9 @@ namespace detail {
 // Sums of x - shift and of its square over columns [start, end) of the row at `base`, in BLOCK-column
 // pieces, per lane and then across lanes. The shift (the row's first element) cancels a large mean
 // before anything is squared. With FIRST, columns below `first` are not the row's (an aligned window's
-// head, row_window). Only the end pieces are masked (for_row_pieces_ahead). The row is read evict-last:
-// the second pass (normalize_affine_range, streaming) or kernel rereads it from the L2.
+// head, row_window). Only the end pieces are masked (for_row_pieces_ahead). The row is read evict-last
+// where the kernel's shape keeps the hint (Tuning::keep_rows_in_l2): the second pass
+// (normalize_affine_range, streaming) or kernel rereads it.
 template <class T, int BLOCK, bool FIRST = false>
 std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> shifted_sums(tl::Ptr<T> x, tl::Scalar<tl::i32> base,
                                                                   tl::Scalar<tl::f32> shift, tl::Scalar<tl::i32> start,

@@ -104,7 +104,8 @@ struct Tuning {
   /// Whether the looped and split-row kernels' first pass over a row reads it under the L2's evict-last
   /// policy (tl::Cache::evict_last; KernelOptions::l2_evict_last), so that the second pass, or the combine
   /// kernel, finds it in the L2 rather than behind lines read since; the second pass reads it streaming,
-  /// which releases it. The rule is yes.
+  /// which releases it. The rule is yes for the looped kernels (looped_shape), no for the split partials
+  /// (split_shape: measured slower, bench/NOTES.md).
   std::optional<bool> keep_rows_in_l2;
 };
 

@@ -146,8 +146,8 @@ namespace detail {
 // Max and sum of exp(x - max) over columns [start, end) of the row at `base`, in BLOCK-column pieces
 // with a running max and sum per lane (online softmax: each element read once), then across lanes.
 // With FIRST, columns below `first` are not the row's (an aligned window's head, row_window). Only the
-// end pieces are masked (for_row_pieces_ahead). The row is read evict-last: the second pass
-// (normalize_range, streaming) or kernel rereads it from the L2.
+// end pieces are masked (for_row_pieces_ahead). The row is read evict-last where the kernel's shape keeps
+// the hint (Tuning::keep_rows_in_l2): the second pass (normalize_range, streaming) or kernel rereads it.
 template <class T, int BLOCK, bool FIRST = false>
 std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> online_max_sum(tl::Ptr<T> in, tl::Scalar<tl::i32> base,
                                                                      tl::Scalar<tl::i32> start, tl::Scalar<tl::i32> end,

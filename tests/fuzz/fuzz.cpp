@@ -253,7 +253,7 @@ class Generator {
   ir::ValueId constant(DType d, double v) { return splat(emit(Op::constant, scalar(d), {}, ir::attr::Constant{v})); }
   // The rows family draws from the first three hints, as it always has (its seeds keep their programs);
   // the others from every hint, evict_last included.
-  ir::Attribute hint() { return ir::attr::Memory{static_cast<ir::CacheHint>(pick(family_ == Family::rows ? 3 : 4))}; }
+  ir::Attribute hint() { return ir::attr::Memory{static_cast<ir::CacheHint>(pick(family_ == Family::rows ? 3 : ir::kCacheHints))}; }
 
   ir::ValueId load(ir::ValueId ptr, DType d) {
     const auto ptrs = emit(Op::ptr_add, shaped(d, true), {splat(ptr), offsets_});
