@@ -628,6 +628,14 @@ std::int64_t Program::resident_cluster_programs(std::span<const Arg> args, Backe
   return std::int64_t{e.resident_clusters} * options_.cluster_size;
 }
 
+std::int64_t Program::resident_group_programs(std::span<const Arg> args, Backend backend) {
+  if (!options_.resident_groups || InspectLaunches::active() || resolve_backend(backend) == Backend::interpreter) return 0;
+  const LaunchConfig one(Grid(1), backend);
+  check_arguments(one, args);
+  const Gpu::Entry& e = gpu_entry(specialize(one, args), args);
+  return std::int64_t{e.resident_per_sm} * driver::device().sm_count;
+}
+
 void Program::launch_gpu(const LaunchConfig& config, std::span<const Arg> args) {
   const Specialization spec = specialize(config, args);
   void* params[81];  // the arguments, then at most 1 + 5 + 2 + 8 trailing ones (packed programs, groups, bounds checks, tensor maps)

@@ -211,6 +211,11 @@ class Program {
   /// kernel, a resident-groups kernel, the interpreter, launches being inspected, or a driver or GPU
   /// without the query (sm_90 and CUDA 12 on).
   std::int64_t resident_cluster_programs(std::span<const Arg> args, Backend backend = Backend::automatic);
+  /// For a resident-groups kernel (KernelOptions::resident_groups), the programs a GPU holds at once when it
+  /// is launched with `args` (the occupancy calculator's programs per SM times the SMs): the largest grid
+  /// its cooperative launch takes. Compiles the kernel for `args` as a launch would. 0 where there is
+  /// nothing to ask: not such a kernel, the interpreter, or launches being inspected.
+  std::int64_t resident_group_programs(std::span<const Arg> args, Backend backend = Backend::automatic);
 
   /// The CUDA function handle of the most recent GPU launch (for benchmarks that launch it raw).
   void* last_function() const;

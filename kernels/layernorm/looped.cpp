@@ -10,13 +10,18 @@ namespace tilefuse::kernels::layernorm_launch {
 
 namespace {
 // The looped LayerNorm over clusters of programs (`c`, more than one program a row), w and b from
-// shifted copies where the one-program-per-row kernel would take them.
+// shifted copies where the one-program-per-row kernel would take them; or over resident groups of them
+// (c.shape.groups: the same program, its cluster reductions through global memory, a cooperative launch,
+// which cannot overlap the copies' kernel).
 void looped_cluster_launch(const RowCall& call, const Args& a, const LoopedCluster& c, bool peel) {
   const Arg n = i32(call.cols);
   with_float_dtype(a.x.dtype, [&]<class T>() {
     static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps", "chunk", "splits", "rows", "copy_stride"};
-    const bool shifted = peel && shifted_affine(call.opt.tuning, call.rows, element_bytes_of<T>());
-    auto name = [&] { return "layernorm_looped_cluster" + std::to_string(c.splits) + (shifted ? "_shifted" : peel ? "_peeled" : ""); };
+    const bool shifted = peel && !c.shape.groups && shifted_affine(call.opt.tuning, call.rows, element_bytes_of<T>());
+    auto name = [&] {
+      return (c.shape.groups ? std::string("layernorm_looped_groups") : "layernorm_looped_cluster" + std::to_string(c.splits)) +
+             (shifted ? "_shifted" : peel ? "_peeled" : "");
+    };
     Program& p = shifted ? kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock, true, true>>(c.shape, name, params)
                  : peel  ? kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock, true>>(c.shape, name, params)
                          : kernel_for<&layernorm_looped_cluster_program<T, kLoopBlock>>(c.shape, name, params);
@@ -29,7 +34,7 @@ void looped_cluster_launch(const RowCall& call, const Args& a, const LoopedClust
       return;
     }
     const auto args = std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, Arg::of_f32(a.eps), chunk, splits, rows, i32(0)};
-    launch(call, p, Grid(looped_cluster_programs(call, c, element_bytes_of<T>(), p, args)), args);
+    launch(call, p, Grid(looped_cluster_programs(call, c, element_bytes_of<T>(), p, args)), args, c.shape.groups ? c.splits : 1);
   });
 }
 }  // namespace

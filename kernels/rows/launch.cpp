@@ -78,7 +78,32 @@ std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int
   return std::clamp<std::int64_t>(resident, multiple, by_rows);
 }
 
+namespace {
+// The looped kernels' rows shared by resident groups of Tuning::looped_groups programs (1: the fewest
+// that keep the rows in flight, a group's programs each holding a chunk, within kL2ReusePercent of the
+// L2, counting the programs the launch bounds ask room for).
+LoopedCluster looped_groups(const RowCall& call, int element_bytes, bool peel, std::int64_t block, int asked) {
+  LoopedCluster plan{looped_shape(call.opt.tuning, block), 0, 0};
+  plan.shape.groups = true;
+  plan.shape.min_programs = kLoopedResidentThreads / (32 * plan.shape.warps);
+  plan.shape.min_programs_unless_spilling = true;
+  const std::int64_t width = peel ? window_cols(call.cols, element_bytes) : call.cols;
+  const std::int64_t pieces = (width + block - 1) / block;
+  std::int64_t k = asked;
+  if (asked == 1) {
+    const Target target = call.target();
+    const std::int64_t resident = target.gpu ? std::int64_t{plan.shape.min_programs} * target.sm_count : 2;
+    const std::int64_t share = target.l2_bytes * kL2ReusePercent / 100;
+    k = share > 0 ? (resident * call.cols * element_bytes + share - 1) / share : 2;
+  }
+  plan.splits = std::clamp<std::int64_t>(k, 2, std::max<std::int64_t>(2, std::min<std::int64_t>(pieces, kMaxLoopedGroup)));
+  plan.chunk = split_row_chunk(call.entry, width, plan.splits, kMaxLoopedGroup, block);
+  return plan;
+}
+}  // namespace
+
 LoopedCluster looped_cluster(const RowCall& call, int element_bytes, bool peel, std::int64_t block) {
+  if (const int g = call.opt.tuning.looped_groups.value_or(0); g > 0) return looped_groups(call, element_bytes, peel, block, g);
   LoopedCluster plan{looped_shape(call.opt.tuning, block), 0, 0};
   plan.splits = call.opt.tuning.looped_cluster.value_or(
       looped_cluster_rule(call.target(), call.rows, call.cols * element_bytes, plan.shape.warps, call.opt.tuning));
@@ -94,9 +119,24 @@ LoopedCluster looped_cluster(const RowCall& call, int element_bytes, bool peel, 
 
 std::int64_t looped_cluster_programs(const RowCall& call, const LoopedCluster& plan, int element_bytes, Program& program,
                                      std::span<const Arg> args) {
-  const std::int64_t programs = strided_programs(call, plan.shape, static_cast<int>(plan.splits), &program, args);
   const Target target = call.target();
-  if (!target.gpu) return programs;
+  std::int64_t programs = 0;
+  if (plan.shape.groups) {
+    // A group a row, as many as the GPU holds at once of this kernel (a cooperative launch), or as its
+    // launch bounds ask room for where the kernel is not compiled; the interpreter takes two groups.
+    const std::int64_t k = plan.splits;
+    programs = call.rows * k;
+    if (!target.gpu) return std::min(programs, 2 * k);
+    std::int64_t held = call.collect ? 0 : program.resident_group_programs(args, call.opt.backend);
+    if (held <= 0) held = std::int64_t{plan.shape.min_programs} * target.sm_count;
+    if (held < k)
+      throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": Tuning::looped_groups asks " + std::to_string(k) +
+                                  " programs a row, and this GPU holds " + std::to_string(held) + " of the kernel at once");
+    programs = std::min(programs, held / k * k);
+  } else {
+    programs = strided_programs(call, plan.shape, static_cast<int>(plan.splits), &program, args);
+    if (!target.gpu) return programs;
+  }
   const std::int64_t row_bytes = std::max<std::int64_t>(1, call.cols * element_bytes);
   return std::min(programs, std::max<std::int64_t>(1, target.l2_bytes * kL2ReusePercent / 100 / row_bytes) * plan.splits);
 }

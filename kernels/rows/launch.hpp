@@ -179,16 +179,18 @@ std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int
 /// `peel`), and the cluster kernel's shape (looped_shape, the cluster, and as many programs an SM as one
 /// program per row keeps, kLoopedResidentThreads, where ptxas fits them without spilling: the cluster's
 /// indices cost registers). An error names the call's kernel where clusters are asked of a target that
-/// has none.
+/// has none. With Tuning::looped_groups the row's programs are a resident group instead (shape.groups,
+/// no cluster; any number of them, the launch cooperative).
 struct LoopedCluster {
   KernelShape shape;
   std::int64_t splits, chunk;
 };
 LoopedCluster looped_cluster(const RowCall& call, int element_bytes, bool peel, std::int64_t block);
 
-/// Programs of a launch of `plan` over rows of `element_bytes`: the clusters strided_programs starts at
-/// once, but no more rows in flight than kL2ReusePercent of the L2 holds (each row's second pass then
-/// finds it there).
+/// Programs of a launch of `plan` over rows of `element_bytes`: the clusters (or resident groups: as many
+/// as the GPU holds of `program`, Program::resident_group_programs) strided_programs starts at once, but
+/// no more rows in flight than kL2ReusePercent of the L2 holds (each row's second pass then finds it
+/// there). An error names the call's kernel where one group does not fit the GPU.
 std::int64_t looped_cluster_programs(const RowCall& call, const LoopedCluster& plan, int element_bytes, Program& program,
                                      std::span<const Arg> args);
 

@@ -43,6 +43,13 @@ struct Tuning {
   /// (looped_cluster_rule) is 1 where one program per row keeps its rows in flight within that share or
   /// rows are few, else the fewest of 2, 4, 8 that do.
   std::optional<int> looped_cluster;
+  /// Programs that share each row of the looped kernels as a resident group instead of a thread-block
+  /// cluster (0, the rule: none; 1: the fewest that keep the rows in flight, one a group, within
+  /// kL2ReusePercent of the L2; 2 to 4096: that many): each program loops over its chunk of the row twice,
+  /// the max and sum (LayerNorm's shifted sums) combine through global memory (KernelOptions::
+  /// resident_groups), and the groups, as many as the GPU holds at once in one cooperative launch, stride
+  /// over rows. Each chunk's second pass comes from the L2 the same program filled. Not measured yet.
+  std::optional<int> looped_groups;
   /// Programs per SM a launch of the split-row kernels aims for when the automatic choice splits rows
   /// (1 to 64): more splits per row, each a shorter chunk; the rule is 4.
   std::optional<int> split_programs_per_sm;

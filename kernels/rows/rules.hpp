@@ -135,6 +135,8 @@ inline constexpr int kSmsPerGpc = 18;
 /// 1024, what ptxas's 64 registers per thread leave for the looped kernels of whole-vector rows (those
 /// of windows take 76-80 and keep 768: the rule counts more rows in flight than run, erring to read once).
 inline constexpr int kLoopedResidentThreads = 1024;
+/// The most programs Tuning::looped_groups shares a row among.
+inline constexpr int kMaxLoopedGroup = 4096;
 
 /// Whether the automatic choice sends rows too wide for one program to the looped kernel (which reads a
 /// row twice) rather than to a staged one (which reads it once): when the second pass finds the row in

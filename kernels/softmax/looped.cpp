@@ -9,16 +9,20 @@
 namespace tilefuse::kernels::softmax_launch {
 
 namespace {
-// The looped softmax over clusters of programs (`c`, more than one program a row).
+// The looped softmax over clusters of programs (`c`, more than one program a row), or over resident
+// groups of them (c.shape.groups: the same program, its cluster reductions through global memory).
 void looped_cluster_launch(const RowCall& call, const Args& a, const LoopedCluster& c, bool peel) {
   const Arg n = i32(call.cols);
   with_float_dtype(a.in.dtype, [&]<class T>() {
     static constexpr const char* params[] = {"in", "out", "stride", "n_cols", "chunk", "splits", "rows"};
-    auto name = [&] { return "softmax_looped_cluster" + std::to_string(c.splits) + (peel ? "_peeled" : ""); };
+    auto name = [&] {
+      return (c.shape.groups ? std::string("softmax_looped_groups") : "softmax_looped_cluster" + std::to_string(c.splits)) +
+             (peel ? "_peeled" : "");
+    };
     Program& p = peel ? kernel_for<&softmax_looped_cluster_program<T, kLoopBlock, true>>(c.shape, name, params)
                       : kernel_for<&softmax_looped_cluster_program<T, kLoopBlock>>(c.shape, name, params);
     const auto args = std::array{a.in, a.out, n, n, i32(c.chunk), i32(c.splits), i32(call.rows)};
-    launch(call, p, Grid(looped_cluster_programs(call, c, element_bytes_of<T>(), p, args)), args);
+    launch(call, p, Grid(looped_cluster_programs(call, c, element_bytes_of<T>(), p, args)), args, c.shape.groups ? c.splits : 1);
   });
 }
 }  // namespace

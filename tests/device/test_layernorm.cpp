@@ -193,6 +193,20 @@ TEST_F(Gpu, LayerNormLoopedCluster) {
   }
 }
 
+// Rows shared by resident groups of programs (Tuning::looped_groups: 1, the L2's count, or 3 and 40), the
+// groups striding over rows in one cooperative launch: few wide rows, through windows (w and b read in
+// place: the copies' kernel would need an overlapping launch), at a large mean.
+TEST_F(Gpu, LayerNormLoopedGroups) {
+  for (int k : {1, 3, 40}) {
+    kernels::Tuning t;
+    t.looped_groups = k;
+    check_layernorm<float>(5, 855125, 0.f, RowVariant::looped, 1, 1.f, t);
+    check_layernorm<half>(300, 100001, 0.f, RowVariant::looped, 1, 1.f, t);
+    check_layernorm<bfloat16>(40, 131075, 3.f, RowVariant::looped, 1, 1.f, t);
+    check_layernorm<float>(3, 588615, 1e3f, RowVariant::looped, 1, 1.f, t);
+  }
+}
+
 // Few wide rows, as layernorm_auto takes them: split over the GPU with the library's workspace, in groups
 // of rows that fit 80% of the L2 (13 rows of 2^20 f32: groups of 7 and 6 on an H200).
 TEST_F(Gpu, LayerNormFewWideRowsSplitAutomatically) {

@@ -228,6 +228,20 @@ TEST_F(Gpu, LoopedClusterSoftmax) {
   }
 }
 
+// Rows shared by resident groups of programs (Tuning::looped_groups: 1, the L2's count, or 3 and 40), the
+// groups striding over rows in one cooperative launch: few wide rows, through windows, more rows than
+// groups, a group larger than the row's pieces.
+TEST_F(Gpu, LoopedGroupsSoftmax) {
+  for (int k : {1, 3, 40}) {
+    kernels::Tuning t;
+    t.looped_groups = k;
+    check_variant<float>(5, 855125, RowVariant::looped, t);
+    check_variant<half>(242, 588615, RowVariant::looped, t);
+    check_variant<bfloat16>(700, 40001, RowVariant::looped, t);
+    check_variant<float>(5, 7, RowVariant::looped, t);
+  }
+}
+
 // Rows over resident groups, read once: each row staged over a group of programs all resident at once,
 // one cooperative launch per wave of rows (H200: 5x855125 f32 takes 105 programs a row in one wave,
 // 700x40001 f16 waves of 264 rows).

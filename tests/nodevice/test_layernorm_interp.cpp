@@ -248,6 +248,28 @@ TEST(LayerNormInterp, LoopedClusterMatchesFloat64) {
   }
 }
 
+// Rows shared by resident groups of 2, 3 and 5 programs (Tuning::looped_groups; 1: the L2's count, 2 in
+// the interpreter): chunks ragged or empty, rows through windows (w and b read in place, no copies), a
+// large mean.
+TEST(LayerNormInterp, LoopedGroupsMatchFloat64) {
+  for (int k : {1, 2, 3, 5}) {
+    kernels::Tuning t;
+    t.looped_groups = k;
+    for (std::int64_t rows : {1, 2, 5}) check_layernorm<float>(rows, 9000, 0.f, 1.f, RowVariant::looped, 1, t);
+    check_layernorm<float>(3, 7, 0.f, 1.f, RowVariant::looped, 1, t);  // every program but the first idle
+    check_layernorm<float>(3, 20000, 1e4f, 1.f, RowVariant::looped, 1, t);
+    check_layernorm<half>(3, 12289, 0.f, 1.f, RowVariant::looped, 1, t);  // through windows
+  }
+  kernels::RowOptions opt = test::kInterpreter;
+  opt.tuning.looped_groups = 3;
+  opt.tuning.shift_affine = true;  // not taken: the copies' launch cannot overlap a cooperative one
+  const auto programs = kernels::layernorm_programs(RowVariant::looped, ir::DType::bf16, 40001, opt);
+  ASSERT_EQ(programs.size(), 1u);
+  EXPECT_EQ(programs[0]->name(), "layernorm_looped_groups_peeled");
+  const auto info = programs[0]->compile(programs[0]->default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+}
+
 TEST(LayerNormInterp, SplitRowAnyWidth) {
   check_layernorm<float>(3, 1, 0.f, 1.f, RowVariant::split, 1);
   check_layernorm<float>(3, 5000, 0.f, 1.f, RowVariant::split, 2);

@@ -267,6 +267,32 @@ TEST(Loops, LoopedClusterSoftmaxMatchesFloat64) {
   EXPECT_THROW(kernels::validate(nine), std::invalid_argument);
 }
 
+// Rows shared by resident groups of 2, 3 and 5 programs (Tuning::looped_groups; 1: the L2's count, 2 in
+// the interpreter), two groups striding over the rows: chunks ragged or empty, rows through windows; the
+// program is the looped cluster one with resident groups, and compiles for sm_90 without spilling.
+TEST(Loops, LoopedGroupsSoftmaxMatchesFloat64) {
+  for (int k : {1, 2, 3, 5}) {
+    kernels::Tuning t;
+    t.looped_groups = k;
+    for (std::int64_t rows : {1, 2, 5}) test::check_softmax_interpreter<float>(rows, 9000, kernels::RowVariant::looped, 0, t);
+    test::check_softmax_interpreter<float>(3, 7, kernels::RowVariant::looped, 0, t);  // every program but the first idle
+    test::check_softmax_interpreter<bfloat16>(3, 40001, kernels::RowVariant::looped, 0, t);  // through windows
+    test::check_softmax_interpreter<half>(2, 9001, kernels::RowVariant::looped, 0, t);
+  }
+  kernels::RowOptions opt = test::kInterpreter;
+  opt.tuning.looped_groups = 3;
+  const Program& p = *kernels::softmax_programs(kernels::RowVariant::looped, ir::DType::bf16, 40001, opt).at(0);
+  EXPECT_EQ(p.name(), "softmax_looped_groups_peeled");
+  const std::string src = p.cuda_source(p.default_specialization());
+  EXPECT_NE(src.find("tf_group_combine("), std::string::npos) << "combines through global memory";
+  EXPECT_EQ(src.find("__cluster_dims__"), std::string::npos);
+  const auto info = p.compile(p.default_specialization(), "sm_90");
+  EXPECT_EQ(info.spill_bytes, 0) << info.ptxas_log;
+  kernels::Tuning too_many;
+  too_many.looped_groups = 4097;
+  EXPECT_THROW(kernels::validate(too_many), std::invalid_argument);
+}
+
 TEST(Loops, AutomaticVariantTakesEveryWidth) {
   // One program, staged in 32 KB and in 64 KB stages, looped.
   EXPECT_TRUE(kernels::softmax_staged_fits(65536, 4, Backend::interpreter));
