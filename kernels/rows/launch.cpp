@@ -81,7 +81,8 @@ std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int
 namespace {
 // The looped kernels' rows shared by resident groups of Tuning::looped_groups programs (1: the fewest
 // that keep the rows in flight, a group's programs each holding a chunk, within kL2ReusePercent of the
-// L2, counting the programs the launch bounds ask room for).
+// L2, counting the programs the launch bounds ask room for, and at least enough that the rows fill those
+// programs).
 LoopedCluster looped_groups(const RowCall& call, int element_bytes, bool peel, std::int64_t block, int asked) {
   LoopedCluster plan{looped_shape(call.opt.tuning, block), 0, 0};
   plan.shape.groups = true;
@@ -95,6 +96,8 @@ LoopedCluster looped_groups(const RowCall& call, int element_bytes, bool peel, s
     const std::int64_t resident = target.gpu ? std::int64_t{plan.shape.min_programs} * target.sm_count : 2;
     const std::int64_t share = target.l2_bytes * kL2ReusePercent / 100;
     k = share > 0 ? (resident * call.cols * element_bytes + share - 1) / share : 2;
+    // Fewer rows than that leaves slots idle: spread each row over the GPU's share of them.
+    k = std::max<std::int64_t>(k, resident / std::max<std::int64_t>(1, call.rows));
   }
   plan.splits = std::clamp<std::int64_t>(k, 2, std::max<std::int64_t>(2, std::min<std::int64_t>(pieces, kMaxLoopedGroup)));
   plan.chunk = split_row_chunk(call.entry, width, plan.splits, kMaxLoopedGroup, block);
