@@ -79,6 +79,15 @@ TEST(Tune, SpacesHoldLoopedClustersWhereEachProgramGetsAPiece) {
   EXPECT_EQ(clusters(kernels::softmax_space(1000, 147408, 4, kInterp)), (std::vector<int>{1, 2, 4, 8}));
   EXPECT_EQ(clusters(kernels::layernorm_space(1000, 147408, 4, kInterp)), (std::vector<int>{1, 2, 4, 8}));
   EXPECT_EQ(clusters(kernels::softmax_space(1000, 10000, 4, kInterp)), (std::vector<int>{1, 2}));
+  // Resident groups of the L2's count where a row holds two pieces.
+  auto groups = [](const std::vector<kernels::RowConfig>& space) {
+    return std::count_if(space.begin(), space.end(), [](const kernels::RowConfig& c) {
+      return c.variant == RowVariant::looped && c.tuning.looped_groups == std::optional<int>(1);
+    });
+  };
+  EXPECT_EQ(groups(kernels::softmax_space(5, 855125, 4, kInterp)), 1);
+  EXPECT_EQ(groups(kernels::layernorm_space(5, 855125, 4, kInterp)), 1);
+  EXPECT_EQ(groups(kernels::softmax_space(1000, 5000, 4, kInterp)), 0);
 }
 
 TEST(Tune, ResidentConfigurationsReadBack) {
