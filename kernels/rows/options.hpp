@@ -45,10 +45,12 @@ struct Tuning {
   std::optional<int> looped_cluster;
   /// Programs that share each row of the looped kernels as a resident group instead of a thread-block
   /// cluster (0, the rule: none; 1: the fewest that keep the rows in flight, one a group, within
-  /// kL2ReusePercent of the L2; 2 to 4096: that many): each program loops over its chunk of the row twice,
-  /// the max and sum (LayerNorm's shifted sums) combine through global memory (KernelOptions::
-  /// resident_groups), and the groups, as many as the GPU holds at once in one cooperative launch, stride
-  /// over rows. Each chunk's second pass comes from the L2 the same program filled. Not measured yet.
+  /// kL2ReusePercent of the L2, and at least enough that the rows fill the programs the GPU holds; 2 to
+  /// 4096: that many): each program loops over its chunk of the row twice, the max and sum (LayerNorm's
+  /// shifted sums) combine through global memory (KernelOptions::resident_groups), and the groups, as many
+  /// as the GPU holds at once in one cooperative launch, stride over rows. Each chunk's second pass comes
+  /// from the L2 the same program filled. Measured against split on the few-rows shapes: ahead on 6 of 26,
+  /// behind on most (bench/NOTES.md), so the rule never takes it; the tuners' spaces hold 1.
   std::optional<int> looped_groups;
   /// Programs per SM a launch of the split-row kernels aims for when the automatic choice splits rows
   /// (1 to 64): more splits per row, each a shorter chunk; the rule is 4.
