@@ -160,11 +160,12 @@ int main(int argc, char** argv) {
     if (only.empty() || only == "key") {
       std::printf("==== the call launches %zu kernel(s) ====\n", launches.size());
       for (std::size_t i = 0; i < launches.size(); ++i)
-        std::printf("[%zu] %s  %s\n", i, launches[i].kernel.c_str(), launches[i].key.c_str());
+        std::printf("[%zu] %s  (%s)  %s\n", i, launches[i].kernel.c_str(), launches[i].grid_text().c_str(), launches[i].key.c_str());
     }
     const Inspection& in = launches[index];
-    if (only.empty() || only == "key") std::printf("==== [%lld] kernel '%s' for %s ====\nspecialization: %s\ncache key: %s\n", static_cast<long long>(index),
-                                                   in.kernel.c_str(), in.arch.c_str(), in.key.c_str(), in.cache_key.c_str());
+    if (only.empty() || only == "key")
+      std::printf("==== [%lld] kernel '%s' for %s ====\nspecialization: %s\ngrid: %s\ncache key: %s\n", static_cast<long long>(index),
+                  in.kernel.c_str(), in.arch.c_str(), in.key.c_str(), in.grid_text().c_str(), in.cache_key.c_str());
     if (only.empty() || only == "ir") std::printf("==== IR (after the passes) ====\n%s\n", in.ir.c_str());
     if (only.empty() || only == "cuda") std::printf("==== CUDA C++ ====\n%s\n", in.cuda.c_str());
     if (only.empty() || only == "ptx") std::printf("==== PTX (%s) ====\n%s\n", in.arch.c_str(), in.ptx.c_str());

@@ -413,6 +413,8 @@ Inspection Program::inspect(const LaunchConfig& config, std::span<const Arg> arg
   check_arguments(config, args);
   Inspection out;
   out.kernel = fn_.name;
+  out.grid = config.grid;
+  out.group = config.group;
   out.pdl = config.pdl;
   out.spec = specialize(config, args);
   out.key = describe(out.spec);
@@ -435,9 +437,19 @@ Inspection Program::inspect(const LaunchConfig& config, std::span<const Arg> arg
   return out;
 }
 
+std::string Inspection::grid_text() const {
+  std::string s = std::to_string(grid.x);
+  if (grid.y > 1 || grid.z > 1) s += " x " + std::to_string(grid.y);
+  if (grid.z > 1) s += " x " + std::to_string(grid.z);
+  s += grid.x * grid.y * grid.z == 1 ? " program" : " programs";
+  if (group > 1) s += " in resident groups of " + std::to_string(group);
+  return s;
+}
+
 std::string Inspection::text() const {
   std::string s;
-  s += "==== kernel '" + kernel + "' for " + arch + " ====\nspecialization: " + key + "\ncache key: " + cache_key + "\n" + reason + "\n";
+  s += "==== kernel '" + kernel + "' for " + arch + " ====\nspecialization: " + key + "\ngrid: " + grid_text() + "\ncache key: " +
+       cache_key + "\n" + reason + "\n";
   s += "==== IR (after the passes) ====\n" + ir + "\n";
   s += "==== CUDA C++ ====\n" + cuda + "\n";
   s += "==== PTX (" + arch + ") ====\n" + ptx + "\n";
@@ -522,6 +534,8 @@ void InspectLaunches::record(const Program& program, const LaunchConfig& config,
     // An interpreter launch has no GPU kernel: record the IR only.
     Inspection i;
     i.kernel = program.name();
+    i.grid = config.grid;
+    i.group = config.group;
     i.arch = "interpreter";
     i.ir = ir::print(program.ir());
     i.reason = "runs in the interpreter";

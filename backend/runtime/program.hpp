@@ -134,11 +134,15 @@ struct Inspection {
   std::string ptx;            ///< PTX for arch's virtual architecture
   CompiledInfo compiled;      ///< NVRTC options, ptxas report, registers, spills, stack, CUBIN
   std::int64_t shared_bytes = 0;  ///< dynamic shared memory per thread block
+  Grid grid;                      ///< the launch's programs along each axis (LaunchConfig::grid)
+  std::int64_t group = 1;         ///< programs per resident group along axis 0 (LaunchConfig::group)
   bool pdl = false;               ///< the launch may overlap the stream's previous kernel (LaunchConfig::pdl)
   /// Whether a launch like this one would compile: "compiled already", "the first specialization", or which
   /// argument property (alignment, divisibility) differs from the nearest specialization compiled so far.
   std::string reason;
-  /// All of it as text: key and reason, IR, CUDA, PTX, the register and spill report.
+  /// The launch's grid as text: "525 programs" ("64 x 2 programs", "... in resident groups of 105").
+  std::string grid_text() const;
+  /// All of it as text: key, grid and reason, IR, CUDA, PTX, the register and spill report.
   std::string text() const;
   /// The kernel's machine code (SASS) as NVIDIA's disassembler prints it, after its instructions counted
   /// by opcode and by DSL statement (instructions_by_statement). The source is compiled again with

@@ -99,6 +99,9 @@ TEST(Inspect, ShowsTheSpecializationALaunchCompiles) {
   EXPECT_EQ(i.compiled.spill_bytes, 0);
   EXPECT_EQ(i.cache_key.size(), 32u);
   EXPECT_NE(i.text().find("specialization: in:align16 out:align16 n:div8"), std::string::npos);
+  EXPECT_EQ(i.grid.x, 4);
+  EXPECT_EQ(i.grid_text(), "4 programs");
+  EXPECT_NE(i.text().find("grid: 4 programs\n"), std::string::npos);
   // An output at an address aligned to 4 bytes only: another key, and the reason names the argument.
   const DeviceView<float> shifted(base + 1025, 1000);
   const Inspection j = twice_kernel().inspect({{4}, Backend::gpu}, in, shifted, 1000);

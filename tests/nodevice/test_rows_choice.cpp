@@ -115,6 +115,38 @@ TEST(RowsChoice, LoopedRowsShareClustersWhereTheL2CannotHoldTheirRows) {
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 147409, opt).at(0)->name(), "layernorm_looped_cluster2_peeled");
 }
 
+// Tuning::looped_groups = 1 on an inspected sm_90 of 132 SMs and 50 MB of L2 (the looped kernels'
+// 256-thread programs count 4 a SM: 528): groups of the fewest programs that keep the rows in flight
+// within 80% of the L2, raised where the rows are too few to fill the 528, in one launch of whole groups.
+TEST(RowsChoice, LoopedGroupsFillTheGpuWithinTheL2) {
+  kernels::RowOptions opt{Backend::gpu};
+  opt.tuning.looped_groups = 1;
+  auto launch = [&](std::int64_t rows, std::int64_t cols, bool halves) {
+    InspectLaunches h100;
+    if (halves) {
+      auto* h = reinterpret_cast<tilefuse::half*>(std::uintptr_t{0x10000000});
+      DeviceView<tilefuse::half> x(h, rows * cols), y(h + rows * cols, rows * cols);
+      kernels::softmax_looped(x, y, rows, cols, opt);
+    } else {
+      auto* f = reinterpret_cast<float*>(std::uintptr_t{0x10000000});
+      DeviceView<float> x(f, rows * cols), y(f + rows * cols, rows * cols);
+      kernels::softmax_looped(x, y, rows, cols, opt);
+    }
+    EXPECT_EQ(h100.launches().size(), 1u);
+    return h100.launches().at(0);
+  };
+  // 5 rows of 3.4 MB: 46 programs a row would keep them within the L2, but leave 298 of 528 idle; 105 a row.
+  const Inspection few = launch(5, 855125, false);
+  EXPECT_EQ(few.kernel, "softmax_looped_groups_peeled");
+  EXPECT_EQ(few.group, 105);
+  EXPECT_EQ(few.grid.x, 525);
+  EXPECT_EQ(few.grid_text(), "525 programs in resident groups of 105");
+  // 242 rows of 1.2 MB: 15 programs a row keep 35 rows (41 MB) in flight; 35 groups stride over the 242.
+  const Inspection many = launch(242, 588615, true);
+  EXPECT_EQ(many.group, 15);
+  EXPECT_EQ(many.grid.x, 525);
+}
+
 // Clusters asked of a GPU that has none: an error that names the kernel, the knob and the GPU.
 TEST(RowsChoice, LoopedClustersOnAGpuWithoutClustersAreAClearError) {
   const Target sm80{"sm_80", true, 108, false, 166912, 40 << 20};
