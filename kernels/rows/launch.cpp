@@ -79,15 +79,23 @@ std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int
 }
 
 namespace {
+// The looped kernel's shape where programs share each row (a cluster or a resident group): as many
+// programs an SM as one program per row keeps (kLoopedResidentThreads), where ptxas fits them without
+// spilling.
+KernelShape shared_row_shape(const Tuning& tuning, std::int64_t block) {
+  KernelShape shape = looped_shape(tuning, block);
+  shape.min_programs = kLoopedResidentThreads / (32 * shape.warps);
+  shape.min_programs_unless_spilling = true;
+  return shape;
+}
+
 // The looped kernels' rows shared by resident groups of Tuning::looped_groups programs (1: the fewest
 // that keep the rows in flight, a group's programs each holding a chunk, within kL2ReusePercent of the
 // L2, counting the programs the launch bounds ask room for, and at least enough that the rows fill those
 // programs).
 LoopedCluster looped_groups(const RowCall& call, int element_bytes, bool peel, std::int64_t block, int asked) {
-  LoopedCluster plan{looped_shape(call.opt.tuning, block), 0, 0};
+  LoopedCluster plan{shared_row_shape(call.opt.tuning, block), 0, 0};
   plan.shape.groups = true;
-  plan.shape.min_programs = kLoopedResidentThreads / (32 * plan.shape.warps);
-  plan.shape.min_programs_unless_spilling = true;
   const std::int64_t width = peel ? window_cols(call.cols, element_bytes) : call.cols;
   const std::int64_t pieces = (width + block - 1) / block;
   std::int64_t k = asked;
@@ -107,7 +115,7 @@ LoopedCluster looped_groups(const RowCall& call, int element_bytes, bool peel, s
 
 LoopedCluster looped_cluster(const RowCall& call, int element_bytes, bool peel, std::int64_t block) {
   if (const int g = call.opt.tuning.looped_groups.value_or(0); g > 0) return looped_groups(call, element_bytes, peel, block, g);
-  LoopedCluster plan{looped_shape(call.opt.tuning, block), 0, 0};
+  LoopedCluster plan{shared_row_shape(call.opt.tuning, block), 0, 0};
   plan.splits = call.opt.tuning.looped_cluster.value_or(
       looped_cluster_rule(call.target(), call.rows, call.cols * element_bytes, plan.shape.warps, call.opt.tuning));
   if (plan.splits > 1 && !call.target().clusters)
@@ -115,8 +123,6 @@ LoopedCluster looped_cluster(const RowCall& call, int element_bytes, bool peel, 
                                 " needs thread-block clusters (sm_90); this GPU is " + call.target().arch + " (1 runs anywhere)");
   plan.chunk = split_row_chunk(call.entry, peel ? window_cols(call.cols, element_bytes) : call.cols, plan.splits, 8, block);
   plan.shape.cluster = static_cast<int>(plan.splits);
-  plan.shape.min_programs = kLoopedResidentThreads / (32 * plan.shape.warps);
-  plan.shape.min_programs_unless_spilling = true;
   return plan;
 }
 

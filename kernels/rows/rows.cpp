@@ -81,7 +81,8 @@ void validate(const Tuning& t) {
   check_range(t.shared_carveout, -1, 100, false, "shared_carveout", "from -1 to 100");
   check_range(t.looped_programs_per_sm, 1, 64, false, "looped_programs_per_sm", "from 1 to 64");
   check_range(t.looped_cluster, 1, 8, false, "looped_cluster", "from 1 to 8");
-  check_range(t.looped_groups, 0, 4096, false, "looped_groups", "from 0 to 4096");
+  static_assert(kMaxLoopedGroup == 4096, "looped_groups' message names the bound");
+  check_range(t.looped_groups, 0, kMaxLoopedGroup, false, "looped_groups", "from 0 to 4096");
   check_range(t.split_programs_per_sm, 1, 64, false, "split_programs_per_sm", "from 1 to 64");
   check_range(t.split_group_bytes, std::int64_t{1} << 20, std::int64_t{1} << 30, false, "split_group_bytes", "from 2^20 to 2^30");
 }
