@@ -64,7 +64,7 @@ SplitPartials split_partials(const RowCall& call, std::int64_t splits, const Arg
 }
 
 std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int multiple, Program* program, std::span<const Arg> args) {
-  const std::int64_t by_rows = (call.rows + multiple - 1) / multiple * multiple;
+  const std::int64_t by_rows = shape.cluster > 1 ? call.rows * shape.cluster : (call.rows + multiple - 1) / multiple * multiple;
   const Target target = call.target();
   if (!target.gpu) return std::min<std::int64_t>(by_rows, 2 * multiple);  // each program strides over rows, as on a GPU
   std::int64_t resident = std::int64_t{std::max(shape.min_programs, 2)} * target.sm_count / multiple * multiple;

@@ -165,9 +165,10 @@ std::int64_t resident_wave_rows(const RowCall& call, const KernelShape& shape, s
 
 /// Programs of a kernel that strides over rows in steps of its program count, which must be a multiple
 /// of `multiple`: as many as `shape` keeps resident on the GPU (shape.min_programs per SM, 2 when it asks
-/// for none), rounded down to a multiple, at most the rows rounded up to one (on the interpreter: two
-/// multiples at most, so that its programs too stride over several rows). For clusters of
-/// shape.cluster > 1 programs, so that every cluster starts at once: no more than the driver says the GPU
+/// for none), rounded down to a multiple, at most a program per row with the rows rounded up to a
+/// multiple, or for clusters of shape.cluster > 1 programs (a row each; `multiple` is the cluster) a
+/// cluster per row (on the interpreter: two multiples at most, so that its programs too stride over
+/// several rows). For clusters, so that every cluster starts at once: no more than the driver says the GPU
 /// holds of `program` launched with `args` (Program::resident_cluster_programs; it compiles the kernel),
 /// or where it cannot say, one cluster fewer per GPC (kSmsPerGpc) than the slots hold.
 std::int64_t strided_programs(const RowCall& call, const KernelShape& shape, int multiple, Program* program = nullptr,

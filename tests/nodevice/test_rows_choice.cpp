@@ -113,6 +113,16 @@ TEST(RowsChoice, LoopedRowsShareClustersWhereTheL2CannotHoldTheirRows) {
   opt.tuning.looped_cluster = 2;
   EXPECT_EQ(kernels::softmax_programs(RowVariant::looped, ir::DType::f32, 147408, opt).at(0)->name(), "softmax_looped_cluster2");
   EXPECT_EQ(kernels::layernorm_programs(RowVariant::looped, ir::DType::f32, 147409, opt).at(0)->name(), "layernorm_looped_cluster2_peeled");
+  // Over fewer rows than the GPU holds clusters, a cluster per row: 5 rows in clusters of 4 start 20
+  // programs (the rows in clusters, rounded up to one, would start 8: two clusters striding over 5 rows).
+  opt.tuning.looped_cluster = 4;
+  auto* f = reinterpret_cast<float*>(std::uintptr_t{0x10000000});
+  DeviceView<float> x(f, 5 * 147408), y(f + 5 * 147408, 5 * 147408);
+  InspectLaunches five("sm_90", &sm90);
+  kernels::softmax_looped(x, y, 5, 147408, opt);
+  ASSERT_EQ(five.launches().size(), 1u);
+  EXPECT_EQ(five.launches()[0].kernel, "softmax_looped_cluster4");
+  EXPECT_EQ(five.launches()[0].grid.x, 20);
 }
 
 // Tuning::looped_groups = 1 on an inspected sm_90 of 132 SMs and 50 MB of L2 (the looped kernels'
