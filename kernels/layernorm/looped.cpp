@@ -80,18 +80,47 @@ void split(const RowCall& call, const Args& a) {
                                    shape, [] { return std::string("layernorm_partials_peeled"); }, partial_params)
                              : kernel_for<&layernorm_partials_program<T, kLoopBlock>>(
                                    shape, [] { return std::string("layernorm_partials"); }, partial_params);
+    // Rows a combine program normalizes: those of a group whose windows share an offset share w and b.
+    const int step = peel ? kVectorElements<T> : 1;
+    const std::int64_t last_group = call.rows - (call.rows - 1) / plan.group * plan.group;  // the smallest
+    const int rows = split_combine_rows(call.opt.tuning, plan.group, last_group, step);
     with_block<kNormMaxSplits>(plan.splits, [&]<int SB>() {
-      static constexpr const char* combine_params[] = {"x", "w", "b", "y", "mean", "rstd", "partial_s1", "partial_s2",
-                                                       "stride", "n", "chunk", "eps", "first_row"};
-      Program& combine = peel ? kernel_for<&layernorm_combine_program<T, kLoopBlock, SB, true>>(
-                                    shape, [] { return "layernorm_combine_peeled_" + std::to_string(SB); }, combine_params)
-                              : kernel_for<&layernorm_combine_program<T, kLoopBlock, SB>>(
-                                    shape, [] { return "layernorm_combine_" + std::to_string(SB); }, combine_params);
       LaunchChain chain(call);
-      for_each_group(call, plan, [&](std::int64_t first, Grid grid) {
-        chain(partials, grid, std::array{a.x, p.first, p.second, n, n, c, i32(first)});
-        chain(combine, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, p.first, p.second, n, n, c, Arg::of_f32(a.eps), i32(first)});
-      });
+      if (rows == 1) {
+        static constexpr const char* combine_params[] = {"x", "w", "b", "y", "mean", "rstd", "partial_s1", "partial_s2",
+                                                         "stride", "n", "chunk", "eps", "first_row"};
+        Program& combine = peel ? kernel_for<&layernorm_combine_program<T, kLoopBlock, SB, true>>(
+                                      shape, [] { return "layernorm_combine_peeled_" + std::to_string(SB); }, combine_params)
+                                : kernel_for<&layernorm_combine_program<T, kLoopBlock, SB>>(
+                                      shape, [] { return "layernorm_combine_" + std::to_string(SB); }, combine_params);
+        for_each_group(call, plan, [&](std::int64_t first, Grid grid) {
+          chain(partials, grid, std::array{a.x, p.first, p.second, n, n, c, i32(first)});
+          chain(combine, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, p.first, p.second, n, n, c, Arg::of_f32(a.eps), i32(first)});
+        });
+        return;
+      }
+      // `rows` rows a program, each over 1/rows of the chunk the partials took, so that a program moves
+      // about what one of a row did and the launch keeps about as many programs.
+      const std::int64_t width = peel ? window_cols(call.cols, element_bytes_of<T>()) : call.cols;
+      const std::int64_t combine_chunk = split_row_chunk(call.entry, width, plan.splits * rows, kNormMaxSplits * 4, kLoopBlock);
+      const std::int64_t parts = (width + combine_chunk - 1) / combine_chunk;
+      static constexpr const char* rows_params[] = {"x", "w", "b", "y", "mean", "rstd", "partial_s1", "partial_s2", "stride",
+                                                    "n", "chunk", "eps", "first_row", "group_rows", "splits"};
+      const Arg combine_c = i32(combine_chunk), splits = i32(plan.splits);
+      auto launch_rows = [&]<int ROWS>() {
+        Program& combine = peel ? kernel_for<&layernorm_combine_rows_program<T, kLoopBlock, SB, ROWS, true>>(
+                                      shape, [] { return "layernorm_combine" + std::to_string(ROWS) + "_rows_peeled_" + std::to_string(SB); }, rows_params)
+                                : kernel_for<&layernorm_combine_rows_program<T, kLoopBlock, SB, ROWS>>(
+                                      shape, [] { return "layernorm_combine" + std::to_string(ROWS) + "_rows_" + std::to_string(SB); }, rows_params);
+        for_each_group(call, plan, [&](std::int64_t first, Grid grid) {
+          chain(partials, grid, std::array{a.x, p.first, p.second, n, n, c, i32(first)});
+          chain(combine, Grid(split_combine_programs(grid.x, step, ROWS), parts),
+                std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, p.first, p.second, n, n, combine_c, Arg::of_f32(a.eps), i32(first),
+                           i32(grid.x), splits});
+        });
+      };
+      if (rows == 4) launch_rows.template operator()<4>();
+      else launch_rows.template operator()<2>();
     });
   });
 }

@@ -35,7 +35,11 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
   if (target.clusters && cols <= kNormClusterMaxCols) space.add(RowVariant::cluster);
   space.add(RowVariant::looped);
   looped_cluster_configs(space, target, cols, layernorm_launch::kLoopBlock);
-  if (cols >= 2 * layernorm_launch::kLoopBlock) space.add(RowVariant::split);
+  if (cols >= 2 * layernorm_launch::kLoopBlock) {
+    space.add(RowVariant::split);
+    // Rows of a group sharing w and b in the second kernel (where a group has that many to share).
+    for (int k : {2, 4}) space.add(RowVariant::split, [&](Tuning& t) { t.split_combine_rows = k; });
+  }
   (void)rows;
   return std::move(space).configs();
 }

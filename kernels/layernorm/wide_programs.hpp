@@ -3,8 +3,10 @@
 // thread-block cluster in registers) and staged (a row through shared memory). Launchers: layernorm.hpp.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <tuple>
+#include <utility>
 
 #include "kernels/rows/programs.hpp"
 
@@ -237,6 +239,74 @@ void layernorm_combine_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
   auto first = split == 0;
   tl::store(mean_out + row, shift + mean_shifted, first);
   tl::store(rstd_out + row, rstd, first);
+}
+
+/// Split-row LayerNorm, kernel 2 of 2 with ROWS rows a program (Tuning::split_combine_rows): the rows
+/// of a group whose windows start at the same offset into a vector (rows STEP apart, STEP =
+/// kVectorElements<T> with PEEL, else 1) share their w and b, so a program reads its `chunk` columns of w
+/// and b once, piece by piece, and normalizes that chunk of each of its rows with them. (With PEEL, w and
+/// b go element by element at the window's offset: ROWS rows cut those loads ROWS-fold; without, their
+/// traffic through the L2.) Program q of a launch over `group_rows` rows from first_row takes rows c +
+/// (j * ROWS + i) * STEP of the group (c = q % STEP, j = q / STEP, i < ROWS; the launch's first dimension
+/// is split_combine_programs, so every program has row c + j * ROWS * STEP); a slot past the group takes
+/// that first row again (the same thread writes the same values twice). `splits` is the partials' count a
+/// row; the second dimension cuts the row's window into `chunk`-column chunks of its own.
+template <class T, int BLOCK, int SPLITS_BLOCK, int ROWS, bool PEEL = false>
+void layernorm_combine_rows_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
+                                    tl::Ptr<tl::f32> rstd_out, tl::Ptr<tl::f32> partial_s1, tl::Ptr<tl::f32> partial_s2,
+                                    tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n, tl::Scalar<tl::i32> chunk,
+                                    tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> first_row, tl::Scalar<tl::i32> group_rows,
+                                    tl::Scalar<tl::i32> splits) {
+  constexpr int STEP = PEEL ? kVectorElements<T> : 1;
+  tl::gdc_launch_dependents();  // the next group's partials may start reading its rows
+  tl::gdc_wait();               // for this group's partials (launched with pdl)
+  auto q = tl::program_id(0);
+  auto r0 = q % STEP + (q / STEP) * (ROWS * STEP);
+  auto k = tl::arange<SPLITS_BLOCK>();
+  auto valid = k < splits;
+  struct Row {
+    tl::Scalar<tl::i32> row, base;
+    tl::Scalar<tl::f32> shift, mean_shifted, rstd;
+  };
+  auto row_of = [&](int i) {
+    tl::Scalar<tl::i32> r = r0;
+    if (i > 0) r = tl::where(r0 + i * STEP < group_rows, r0 + i * STEP, r0);
+    auto s1 = tl::sum(tl::load(partial_s1 + r * splits + k, valid));
+    auto s2 = tl::sum(tl::load(partial_s2 + r * splits + k, valid));
+    auto row = first_row + r;
+    auto shift = tl::cast<tl::f32>(tl::load(x + row * stride));
+    auto [mean_shifted, rstd] = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+    tl::Scalar<tl::i32> base = row * stride;
+    if constexpr (PEEL) base = row_window<T>(base).base;
+    return Row{row, base, shift, mean_shifted, rstd};
+  };
+  auto rows = [&]<std::size_t... I>(std::index_sequence<I...>) { return std::array<Row, ROWS>{row_of(static_cast<int>(I))...}; }(
+      std::make_index_sequence<ROWS>{});
+  // Every row of the program starts at the same offset into its window (0 without PEEL).
+  tl::Scalar<tl::i32> head = tl::scalar<tl::i32>(0);
+  if constexpr (PEEL) head = rows[0].row * stride - rows[0].base;
+  auto start = tl::program_id(1) * chunk;
+  auto end = tl::minimum(start + chunk, head + n);
+  auto cols = tl::arange<BLOCK>();
+  auto load_w = [&](tl::Scalar<tl::i32> from, const auto& mask) { return tl::load(w + (from + cols - head), mask); };
+  // Last piece first, as normalize_affine_range: the pieces the partials read last are the likeliest in L2.
+  for_row_pieces_ahead<BLOCK, PEEL, true>(start, head, end, load_w, std::tuple<>{}, [&](auto from, auto w_piece, const PieceMask<BLOCK>& in_row) {
+    auto idx = from + cols;
+    auto wv = tl::cast<tl::f32>(w_piece);
+    auto bv = tl::cast<tl::f32>(in_row.access([&](const auto&... mask) { return tl::load(b + (idx - head), mask...); }));
+    for (const Row& r : rows)
+      in_row.access([&](const auto&... mask) {
+        auto xv = tl::load(x + r.base + idx, mask..., tl::Cache::streaming);
+        auto centered = (tl::cast<tl::f32>(xv) - r.shift) - r.mean_shifted;  // both small
+        tl::store(y + r.base + idx, tl::cast<T>(centered * r.rstd * wv + bv), mask..., tl::Cache::streaming);
+      });
+    return std::tuple<>{};
+  });
+  auto first = tl::program_id(1) == 0;
+  for (const Row& r : rows) {
+    tl::store(mean_out + r.row, r.shift + r.mean_shifted, first);
+    tl::store(rstd_out + r.row, r.rstd, first);
+  }
 }
 
 /// LayerNorm of rows split over a thread-block cluster, read once and two-pass in registers: program pid

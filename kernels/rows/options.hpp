@@ -58,6 +58,11 @@ struct Tuning {
   /// Bytes of rows one launch pair of the split-row kernels covers (1 MiB to 1 GiB), so that the second
   /// kernel finds them in the L2 the first filled; the rule is kL2ReusePercent (80%) of the L2.
   std::optional<std::int64_t> split_group_bytes;
+  /// Rows each program of the split LayerNorm's second kernel normalizes (1, 2 or 4; at most the group's
+  /// rows that share the offset of their windows into a vector, split_combine_rows): the program reads its
+  /// chunk of w and b once for all of them, where one row a program reads them once a row (element by
+  /// element for rows through windows). The rule is 1.
+  std::optional<int> split_combine_rows;
   /// Whether rows whose width is not a whole number of 16-byte vectors are read through aligned windows
   /// (each row from the vector boundary before it, its first and last runs masked); the rule is yes for
   /// the softmax but its packed narrow rows; for LayerNorm, yes for rows of at least 2 KB (norm_peels in

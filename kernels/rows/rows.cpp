@@ -84,6 +84,7 @@ void validate(const Tuning& t) {
   static_assert(kMaxLoopedGroup == 4096, "looped_groups' message names the bound");
   check_range(t.looped_groups, 0, kMaxLoopedGroup, false, "looped_groups", "from 0 to 4096");
   check_range(t.split_programs_per_sm, 1, 64, false, "split_programs_per_sm", "from 1 to 64");
+  check_range(t.split_combine_rows, 1, 4, true, "split_combine_rows", "1, 2 or 4");
   check_range(t.split_group_bytes, std::int64_t{1} << 20, std::int64_t{1} << 30, false, "split_group_bytes", "from 2^20 to 2^30");
 }
 
@@ -231,6 +232,26 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
   plan.splits = std::clamp<std::int64_t>((per_sm * sms + plan.group - 1) / plan.group, 1, most);
   plan.group = std::clamp<std::int64_t>(std::min(plan.group, workspace_partials(sms) / plan.splits), 1, rows);
   return plan;
+}
+
+int split_combine_rows(const Tuning& tuning, std::int64_t group_rows, std::int64_t last_group_rows, int step) {
+  // A program's slots past its class's rows normalize its first row again: at most an eighth of a
+  // group's rows may go twice, and every offset class fills a program's rows at least once.
+  auto fits = [&](int k, std::int64_t g) { return g / std::max(1, step) >= k && split_combine_programs(g, step, k) * k - g <= g / 8; };
+  int k = tuning.split_combine_rows.value_or(1);
+  while (k > 1 && !(fits(k, group_rows) && fits(k, last_group_rows))) k /= 2;
+  return k;
+}
+
+std::int64_t split_combine_programs(std::int64_t group_rows, int step, int rows) {
+  // Offset class c (rows c, c + step, ...) holds ceil((group_rows - c) / step) rows, in blocks of `rows`;
+  // the classes that reach the last block row are the first ones, so program q = j * step + c covers
+  // them all without an empty program.
+  const std::int64_t blocks = ((group_rows + step - 1) / step + rows - 1) / rows;
+  std::int64_t last = 0;
+  for (int c = 0; c < step; ++c)
+    if ((group_rows - c + step - 1) / step > (blocks - 1) * rows) ++last;
+  return (blocks - 1) * step + last;
 }
 
 bool whole_vectors(std::int64_t cols, int element_bytes) { return (cols * element_bytes) % 16 == 0; }

@@ -179,6 +179,18 @@ bool stages_hold(const Target& target, std::int64_t cols, std::int64_t piece);
 bool staged_over_looped(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
                         std::int64_t loop_block, const Tuning& tuning);
 
+/// Rows a program of the split LayerNorm's second kernel normalizes over groups of `group_rows` rows (the
+/// last of `last_group_rows`) whose windows share their offset into a vector every `step` rows (a vector's
+/// elements for rows through windows, else 1): Tuning::split_combine_rows (the rule: 1), halved until
+/// every offset class of a group holds that many rows and the programs' spare slots (which normalize a
+/// row again) are at most an eighth of the group.
+int split_combine_rows(const Tuning& tuning, std::int64_t group_rows, std::int64_t last_group_rows, int step);
+
+/// Programs along the first axis of that kernel's launch over `group_rows` rows, `rows` a program, rows
+/// `step` apart in a program (layernorm_combine_rows_program): program q = j * step + c takes rows c + (j *
+/// rows + i) * step, and every program has at least its first row.
+std::int64_t split_combine_programs(std::int64_t group_rows, int step, int rows);
+
 /// Whether every row of `cols` elements of `element_bytes` is a whole number of 16-byte vectors (each row
 /// then starts on a vector boundary wherever the matrix does).
 bool whole_vectors(std::int64_t cols, int element_bytes);

@@ -136,6 +136,18 @@ TEST_F(Gpu, SplitRowLayerNorm) {
   check_layernorm<half>(6, 12288, 0.f, RowVariant::split, 3);
 }
 
+// The split's second kernel with rows sharing w and b (Tuning::split_combine_rows): rows a vector apart
+// through windows, neighbours for whole vectors, spare slots, a large mean.
+TEST_F(Gpu, SplitLayerNormCombineRows) {
+  kernels::Tuning four;
+  four.split_combine_rows = 4;
+  check_layernorm<half>(32, 9001, 0.f, RowVariant::split, 3, 1.f, four);
+  check_layernorm<half>(35, 20001, 0.f, RowVariant::split, 5, 1.f, four);
+  check_layernorm<bfloat16>(48, 40001, 3.f, RowVariant::split, 16, 1.f, four);
+  check_layernorm<float>(8, 20000, 1e4f, RowVariant::split, 4, 1.f, four);
+  check_layernorm<float>(16, 40001, 0.f, RowVariant::split, 6, 1.f, four);
+}
+
 // Rows whose width is not a whole number of 16-byte vectors, read through their aligned windows (w and b
 // then off the window's alignment): every row starts at another offset into its vector.
 TEST_F(Gpu, LayerNormRowsOfEveryAlignment) {

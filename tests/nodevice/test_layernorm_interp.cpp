@@ -280,6 +280,21 @@ TEST(LayerNormInterp, SplitRowAnyWidth) {
   check_layernorm<half>(3, 12288, 0.f, 1.f, RowVariant::split, 3);
 }
 
+// The split's second kernel with several rows a program sharing w and b (Tuning::split_combine_rows):
+// rows through windows take rows a vector apart (same offset into it), whole-vector rows neighbours; a
+// program's spare slots normalize its first row again.
+TEST(LayerNormInterp, SplitCombineRowsShareWAndB) {
+  kernels::Tuning four, two;
+  four.split_combine_rows = 4;
+  two.split_combine_rows = 2;
+  check_layernorm<half>(32, 9001, 0.f, 1.f, RowVariant::split, 3, four);      // 8 programs of 4 rows 8 apart
+  check_layernorm<half>(35, 9001, 0.f, 1.f, RowVariant::split, 3, four);      // 2 a program (4 would redo 9 rows)
+  check_layernorm<bfloat16>(16, 20001, 3.f, 1.f, RowVariant::split, 5, two);  // shifted sums of a large mean
+  check_layernorm<float>(8, 20000, 0.f, 1.f, RowVariant::split, 2, four);     // whole vectors: neighbours
+  check_layernorm<float>(6, 20000, 1e4f, 1.f, RowVariant::split, 4, four);    // 2 a program; large mean
+  check_layernorm<float>(9, 20001, 0.f, 1.f, RowVariant::split, 3, four);     // through windows of 4: 2 a program
+}
+
 TEST(LayerNormInterp, ClusterReadsOnceTwoPass) {
   check_layernorm<float>(3, 100, 0.f, 1.f, RowVariant::cluster, 0);        // one program per row
   check_layernorm<bfloat16>(3, 12288, 0.f, 1.f, RowVariant::cluster, 3);   // 3 x 4096, no ragged piece

@@ -157,6 +157,64 @@ TEST(RowsChoice, LoopedGroupsFillTheGpuWithinTheL2) {
   EXPECT_EQ(many.grid.x, 525);
 }
 
+// The split LayerNorm's second kernel with rows sharing w and b: how many a program, how many programs.
+TEST(RowsChoice, SplitCombineRowsCoverEachGroupOnce) {
+  // 35 rows a vector of halves apart: classes of 5, 5, 5, 4, ...; 4 a program would leave 9 slots spare.
+  EXPECT_EQ(kernels::split_combine_programs(35, 8, 4), 11);
+  EXPECT_EQ(kernels::split_combine_programs(35, 8, 2), 19);
+  EXPECT_EQ(kernels::split_combine_programs(32, 8, 4), 8);
+  EXPECT_EQ(kernels::split_combine_programs(5, 8, 1), 5);
+  EXPECT_EQ(kernels::split_combine_programs(6, 1, 4), 2);
+  kernels::Tuning four;
+  four.split_combine_rows = 4;
+  EXPECT_EQ(kernels::split_combine_rows({}, 64, 64, 8), 1);  // the rule
+  EXPECT_EQ(kernels::split_combine_rows(four, 32, 32, 8), 4);
+  EXPECT_EQ(kernels::split_combine_rows(four, 35, 35, 8), 2);
+  EXPECT_EQ(kernels::split_combine_rows(four, 32, 9, 8), 1);  // a last group of 9 holds one row a class
+  EXPECT_EQ(kernels::split_combine_rows(four, 8, 8, 1), 4);
+  EXPECT_EQ(kernels::split_combine_rows(four, 6, 6, 1), 2);
+  // For every group size and step, the programs' first rows are distinct rows of the group, and the
+  // rows of all their slots (spare ones aside) are each row once.
+  for (int step : {1, 4, 8})
+    for (int k : {1, 2, 4})
+      for (std::int64_t g = 1; g <= 80; ++g) {
+        const std::int64_t programs = kernels::split_combine_programs(g, step, k);
+        std::vector<int> seen(static_cast<std::size_t>(g), 0);
+        for (std::int64_t q = 0; q < programs; ++q) {
+          const std::int64_t r0 = q % step + (q / step) * k * step;
+          ASSERT_LT(r0, g) << "step " << step << " rows " << k << " group " << g;
+          for (int i = 0; i < k; ++i)
+            if (r0 + i * step < g) ++seen[static_cast<std::size_t>(r0 + i * step)];
+        }
+        for (std::int64_t r = 0; r < g; ++r) ASSERT_EQ(seen[static_cast<std::size_t>(r)], 1) << "step " << step << " rows " << k << " group " << g << " row " << r;
+      }
+  // 242 rows of 588615 halves on an inspected H100: every group's second kernel takes its rows 4 a program
+  // (2 where a group's classes hold fewer spare), over 1/4 of the partials' chunks.
+  auto* h = reinterpret_cast<tilefuse::half*>(std::uintptr_t{0x10000000});
+  const std::int64_t rows = 242, cols = 588615;
+  DeviceView<tilefuse::half> x(h, rows * cols), w(h, cols), y(h + rows * cols, rows * cols);
+  auto* f = reinterpret_cast<float*>(std::uintptr_t{0x90000000});
+  kernels::RowStats<DeviceView<float>> st{DeviceView<float>(f, rows), DeviceView<float>(f + rows, rows)};
+  InspectLaunches h100;
+  kernels::RowOptions opt = kGpu;
+  opt.tuning.split_combine_rows = 4;
+  kernels::layernorm_auto(x, w, w, y, st, rows, cols, 1e-5f, opt, RowVariant::split);
+  const auto& launches = h100.launches();
+  ASSERT_GE(launches.size(), 2u);
+  std::int64_t covered = 0;
+  for (std::size_t i = 0; i + 1 < launches.size(); i += 2) {
+    const Inspection& partials = launches[i];
+    const Inspection& combine = launches[i + 1];
+    EXPECT_EQ(partials.kernel, "layernorm_partials_peeled");
+    const int k = combine.kernel.rfind("layernorm_combine4_rows_peeled_", 0) == 0 ? 4 : 2;
+    EXPECT_EQ(combine.kernel.rfind("layernorm_combine" + std::to_string(k) + "_rows_peeled_", 0), 0u) << combine.kernel;
+    EXPECT_EQ(combine.grid.x, kernels::split_combine_programs(partials.grid.x, 8, k));
+    EXPECT_GT(combine.grid.y, partials.grid.y);  // shorter chunks, whole pieces of them
+    covered += partials.grid.x;
+  }
+  EXPECT_EQ(covered, rows);
+}
+
 // Clusters asked of a GPU that has none: an error that names the kernel, the knob and the GPU.
 TEST(RowsChoice, LoopedClustersOnAGpuWithoutClustersAreAClearError) {
   const Target sm80{"sm_80", true, 108, false, 166912, 40 << 20};
