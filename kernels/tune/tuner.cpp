@@ -110,11 +110,12 @@ void keep(const std::string& key, const RowConfig& config) {
 }  // namespace
 
 void looped_cluster_configs(RowSpace& space, const Target& target, std::int64_t cols, std::int64_t block) {
-  if (!target.clusters) return;
-  for (int k : {1, 2, 4, 8})
-    if (cols >= k * block) space.add(RowVariant::looped, [&](Tuning& t) { t.looped_cluster = k; });
-  // Resident groups of the L2's count: ahead of split on some few-rows shapes, behind on most (bench/NOTES.md,
-  // "Looped rows over resident groups"), so the tuner, not the rule, takes them.
+  if (target.clusters)
+    for (int k : {1, 2, 4, 8})
+      if (cols >= k * block) space.add(RowVariant::looped, [&](Tuning& t) { t.looped_cluster = k; });
+  // Resident groups of the L2's count (a cooperative launch: no clusters needed): ahead of split on some
+  // few-rows shapes, behind on most (bench/NOTES.md, "Looped rows over resident groups"), so the tuner,
+  // not the rule, takes them.
   if (cols >= 2 * block) space.add(RowVariant::looped, [&](Tuning& t) { t.looped_groups = 1; });
 }
 

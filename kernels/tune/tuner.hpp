@@ -62,7 +62,7 @@ void narrow_row_configs(RowSpace& space, std::int64_t cols, int element_bytes, c
 /// Adds to `space` the looped kernel with each row shared by clusters of 1, 2, 4 and 8 programs
 /// (Tuning::looped_cluster) on a `target` with clusters, each where every program of the cluster gets at
 /// least one `block`-column piece of a row of `cols`, and with each row shared by a resident group of the
-/// L2's count (Tuning::looped_groups = 1) where a row holds two pieces.
+/// L2's count (Tuning::looped_groups = 1) where a row holds two pieces, with or without clusters.
 void looped_cluster_configs(RowSpace& space, const Target& target, std::int64_t cols, std::int64_t block);
 
 /// A configuration as text ("looped looped_programs_per_sm=2"), as records and reports write it.

@@ -88,6 +88,14 @@ TEST(Tune, SpacesHoldLoopedClustersWhereEachProgramGetsAPiece) {
   EXPECT_EQ(groups(kernels::softmax_space(5, 855125, 4, kInterp)), 1);
   EXPECT_EQ(groups(kernels::layernorm_space(5, 855125, 4, kInterp)), 1);
   EXPECT_EQ(groups(kernels::softmax_space(1000, 5000, 4, kInterp)), 0);
+  // A GPU without clusters: no clusters past one, and the groups all the same (they need none).
+  const Target sm80{"sm_80", true, 108, false, 166912, 40 << 20};
+  InspectLaunches a100("sm_80", &sm80);
+  const kernels::RowOptions gpu{Backend::gpu};
+  for (const auto& space : {kernels::softmax_space(5, 855125, 4, gpu), kernels::layernorm_space(5, 855125, 4, gpu)}) {
+    EXPECT_EQ(clusters(space), std::vector<int>{});
+    EXPECT_EQ(groups(space), 1);
+  }
 }
 
 TEST(Tune, ResidentConfigurationsReadBack) {
