@@ -86,6 +86,13 @@ void split(const RowCall& call, const Args& a) {
     const int rows = split_combine_rows(call.opt.tuning, plan.group, last_group, step);
     with_block<kNormMaxSplits>(plan.splits, [&]<int SB>() {
       LaunchChain chain(call);
+      // Each group's partials, then its combine kernel: `combine(first, grid)` launches the latter.
+      auto pairs = [&](auto&& combine) {
+        for_each_group(call, plan, [&](std::int64_t first, Grid grid) {
+          chain(partials, grid, std::array{a.x, p.first, p.second, n, n, c, i32(first)});
+          combine(first, grid);
+        });
+      };
       if (rows == 1) {
         static constexpr const char* combine_params[] = {"x", "w", "b", "y", "mean", "rstd", "partial_s1", "partial_s2",
                                                          "stride", "n", "chunk", "eps", "first_row"};
@@ -93,8 +100,7 @@ void split(const RowCall& call, const Args& a) {
                                       shape, [] { return "layernorm_combine_peeled_" + std::to_string(SB); }, combine_params)
                                 : kernel_for<&layernorm_combine_program<T, kLoopBlock, SB>>(
                                       shape, [] { return "layernorm_combine_" + std::to_string(SB); }, combine_params);
-        for_each_group(call, plan, [&](std::int64_t first, Grid grid) {
-          chain(partials, grid, std::array{a.x, p.first, p.second, n, n, c, i32(first)});
+        pairs([&](std::int64_t first, Grid grid) {
           chain(combine, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, p.first, p.second, n, n, c, Arg::of_f32(a.eps), i32(first)});
         });
         return;
@@ -112,8 +118,7 @@ void split(const RowCall& call, const Args& a) {
                                       shape, [] { return "layernorm_combine" + std::to_string(ROWS) + "_rows_peeled_" + std::to_string(SB); }, rows_params)
                                 : kernel_for<&layernorm_combine_rows_program<T, kLoopBlock, SB, ROWS>>(
                                       shape, [] { return "layernorm_combine" + std::to_string(ROWS) + "_rows_" + std::to_string(SB); }, rows_params);
-        for_each_group(call, plan, [&](std::int64_t first, Grid grid) {
-          chain(partials, grid, std::array{a.x, p.first, p.second, n, n, c, i32(first)});
+        pairs([&](std::int64_t first, Grid grid) {
           chain(combine, Grid(split_combine_programs(grid.x, step, ROWS), parts),
                 std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, p.first, p.second, n, n, combine_c, Arg::of_f32(a.eps), i32(first),
                            i32(grid.x), splits});

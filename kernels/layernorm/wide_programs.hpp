@@ -132,6 +132,22 @@ void looped_row(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<
   }
 }
 
+
+// A split row's shift (its first element, x[start]), mean of the shifted values and rstd from its
+// `splits` partial sums at partial_s1/partial_s2[r * splits + k] (k = tl::arange, valid = k < splits):
+// what both combine kernels start from.
+template <class T, int SPLITS_BLOCK>
+std::tuple<tl::Scalar<tl::f32>, tl::Scalar<tl::f32>, tl::Scalar<tl::f32>> split_moments(
+    tl::Ptr<T> x, tl::Ptr<tl::f32> partial_s1, tl::Ptr<tl::f32> partial_s2, tl::Scalar<tl::i32> r, tl::Scalar<tl::i32> splits,
+    const tl::Tile<tl::i32, SPLITS_BLOCK>& k, const tl::Tile<tl::i1, SPLITS_BLOCK>& valid, tl::Scalar<tl::i32> start,
+    tl::Scalar<tl::i32> n, tl::Scalar<tl::f32> eps) {
+  auto s1 = tl::sum(tl::load(partial_s1 + r * splits + k, valid));
+  auto s2 = tl::sum(tl::load(partial_s2 + r * splits + k, valid));
+  auto shift = tl::cast<tl::f32>(tl::load(x + start));
+  auto [mean_shifted, rstd] = shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+  return {shift, mean_shifted, rstd};
+}
+
 }  // namespace detail
 
 /// LayerNorm of one row of any width, looping over it in BLOCK-column pieces: the first pass sums
@@ -224,10 +240,7 @@ void layernorm_combine_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
   auto base = row * stride;
   auto k = tl::arange<SPLITS_BLOCK>();
   auto valid = k < splits;
-  auto s1 = tl::sum(tl::load(partial_s1 + r * splits + k, valid));
-  auto s2 = tl::sum(tl::load(partial_s2 + r * splits + k, valid));
-  auto shift = tl::cast<tl::f32>(tl::load(x + base));
-  auto [mean_shifted, rstd] = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
+  auto [shift, mean_shifted, rstd] = detail::split_moments<T>(x, partial_s1, partial_s2, r, splits, k, valid, base, n, eps);
   auto start = split * chunk;
   if constexpr (PEEL) {
     auto [window, head] = row_window<T>(base);
@@ -271,12 +284,9 @@ void layernorm_combine_rows_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl
   auto row_of = [&](int i) {
     tl::Scalar<tl::i32> r = r0;
     if (i > 0) r = tl::where(r0 + i * STEP < group_rows, r0 + i * STEP, r0);
-    auto s1 = tl::sum(tl::load(partial_s1 + r * splits + k, valid));
-    auto s2 = tl::sum(tl::load(partial_s2 + r * splits + k, valid));
     auto row = first_row + r;
-    auto shift = tl::cast<tl::f32>(tl::load(x + row * stride));
-    auto [mean_shifted, rstd] = detail::shifted_moments(s1, s2, tl::cast<tl::f32>(n), eps);
     tl::Scalar<tl::i32> base = row * stride;
+    auto [shift, mean_shifted, rstd] = detail::split_moments<T>(x, partial_s1, partial_s2, r, splits, k, valid, base, n, eps);
     if constexpr (PEEL) base = row_window<T>(base).base;
     return Row{row, base, shift, mean_shifted, rstd};
   };
