@@ -52,8 +52,9 @@ struct Tuning {
   /// from the L2 the same program filled. Measured against split on the few-rows shapes: ahead on 6 of 26,
   /// behind on most (bench/NOTES.md), so the rule never takes it; the tuners' spaces hold 1.
   std::optional<int> looped_groups;
-  /// Programs per SM a launch of the split-row kernels aims for when the automatic choice splits rows
-  /// (1 to 64): more splits per row, each a shorter chunk; the rule is 4.
+  /// Programs per SM a launch of the split-row kernels holds at most when the automatic choice splits
+  /// rows (1 to 64; the splits a row are rounded down, so that no program waits for a second wave): more
+  /// splits per row, each a shorter chunk; the rule is 4.
   std::optional<int> split_programs_per_sm;
   /// Bytes of rows one launch pair of the split-row kernels covers (1 MiB to 1 GiB), so that the second
   /// kernel finds them in the L2 the first filled; the rule is kL2ReusePercent (80%) of the L2.

@@ -220,8 +220,9 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
   const std::int64_t sms = std::max(1, target.sm_count);
   // The group first (its rows fill at most kL2ReusePercent of the L2; the rows spread evenly over as few
   // groups as that takes, so that no last group of a few rows leaves most SMs idle), then the splits that
-  // give a launch over the group about 4 programs per SM (Tuning::split_programs_per_sm), then the group
-  // again if its partials outgrow the workspace.
+  // give a launch over the group at most 4 programs per SM (Tuning::split_programs_per_sm: what the
+  // kernels' registers let an SM hold at once, so that no program waits for a second wave), then the
+  // group again if its partials outgrow the workspace.
   const std::int64_t row_bytes = cols * element_bytes;
   const std::int64_t group_bytes = tuning.split_group_bytes.value_or(target.l2_bytes * kL2ReusePercent / 100);
   const std::int64_t by_l2 = group_bytes > 0 ? std::max<std::int64_t>(1, group_bytes / row_bytes) : rows;
@@ -229,7 +230,7 @@ SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols,
   const std::int64_t per_sm = tuning.split_programs_per_sm.value_or(4);
   SplitPlan plan;
   plan.group = std::clamp<std::int64_t>((rows + groups - 1) / groups, 1, rows);
-  plan.splits = std::clamp<std::int64_t>((per_sm * sms + plan.group - 1) / plan.group, 1, most);
+  plan.splits = std::clamp<std::int64_t>(per_sm * sms / plan.group, 1, most);
   plan.group = std::clamp<std::int64_t>(std::min(plan.group, workspace_partials(sms) / plan.splits), 1, rows);
   return plan;
 }

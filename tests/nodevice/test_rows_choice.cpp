@@ -244,11 +244,11 @@ TEST(RowsChoice, SplitGroupsFitTheL2AndTheWorkspace) {
   EXPECT_EQ(plan.group, 8);
   // Half of them (32 MiB) are one group.
   EXPECT_EQ(kernels::split_plan(h200, 8, 1 << 21, 2, 4096, 1024).group, 8);
-  // 125 rows of 737080 bf16 (1.4 MB each): at most 34 rows a group, so 4 groups of 32 rows, 17 programs
-  // per row.
+  // 125 rows of 737080 bf16 (1.4 MB each): at most 34 rows a group, so 4 groups of 32 rows, 16 programs
+  // per row (512 a launch: 17 would start 544, 16 of them in a second wave).
   plan = kernels::split_plan(h200, 125, 737080, 2, 4096, 1024);
   EXPECT_EQ(plan.group, 32);
-  EXPECT_EQ(plan.splits, 17);
+  EXPECT_EQ(plan.splits, 16);
   // Tuning::split_programs_per_sm: 16 per SM, 66 programs per row of the 32-row groups.
   kernels::Tuning sixteen;
   sixteen.split_programs_per_sm = 16;
@@ -261,14 +261,20 @@ TEST(RowsChoice, SplitGroupsFitTheL2AndTheWorkspace) {
   EXPECT_EQ(plan.splits, 132);
   six_mb.split_group_bytes = 1000;
   EXPECT_THROW(kernels::validate(six_mb), std::invalid_argument);
-  // 5 rows of 855125 f32 (17 MB): one group, 106 programs per row.
+  // 5 rows of 855125 f32 (17 MB): one group, 105 programs per row (525 of the 528 an SM's 4 hold).
   plan = kernels::split_plan(h200, 5, 855125, 4, 4096, 1024);
-  EXPECT_EQ(plan.splits, 106);
+  EXPECT_EQ(plan.splits, 105);
   EXPECT_EQ(plan.group, 5);
   // One row wider than the L2's share is a group of its own; splits never exceed whole pieces.
   plan = kernels::split_plan(h200, 3, 1 << 24, 4, 4096, 1024);
   EXPECT_EQ(plan.group, 1);
   EXPECT_EQ(kernels::split_plan(h200, 1, 10000, 4, 4096, 1024).splits, 3);
+  // No launch starts more programs than 4 an SM: none waits for a second wave.
+  for (std::int64_t rows : {5, 9, 17, 35, 41, 121, 242})
+    for (std::int64_t cols : {131649, 588615, 1222495}) {
+      const auto p = kernels::split_plan(h200, rows, cols, 2, 4096, 1024);
+      EXPECT_LE(p.group * p.splits, 4 * 132) << rows << "x" << cols;
+    }
   // Every plan's partials fit the workspace.
   for (std::int64_t rows : {1, 2, 7, 63, 263, 5000})
     for (std::int64_t cols : {8192, 100000, 1 << 22}) {
