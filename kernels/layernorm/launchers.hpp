@@ -88,6 +88,12 @@ struct ShiftedAffine {
 /// the row kernel that reads them must be the chain's next launch after it.
 ShiftedAffine launch_shifted_affine(const RowCall& call, const Args& a, LaunchChain& chain);
 
+/// Rows of a group that the split LayerNorm's second kernel normalizes a program under `plan`, for a call
+/// of `rows` rows of `cols` elements of `element_bytes`: split_combine_rows over the plan's largest and
+/// last groups, rows through windows taken a vector apart. What split() runs, and what the tuner's space
+/// offers only where it is the count asked (a count halved back would time a kernel the space holds).
+int split_combine_rows_run(const SplitPlan& plan, std::int64_t rows, std::int64_t cols, int element_bytes, const Tuning& tuning);
+
 /// Parameter names of the kernels that take (x, w, b, y, mean, rstd, stride, n, eps).
 inline constexpr const char* kParams[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "eps"};
 

@@ -63,6 +63,12 @@ void looped(const RowCall& call, const Args& a) {
   });
 }
 
+int split_combine_rows_run(const SplitPlan& plan, std::int64_t rows, std::int64_t cols, int element_bytes, const Tuning& tuning) {
+  const int step = norm_peeled(tuning, cols, element_bytes) ? 16 / element_bytes : 1;
+  const std::int64_t last_group = rows - (rows - 1) / plan.group * plan.group;  // the smallest
+  return split_combine_rows(tuning, plan.group, last_group, step);
+}
+
 void split(const RowCall& call, const Args& a) {
   check_layernorm(call, a);
   const SplitPartials p = split_partials(call, a.splits, a.partial_s1, a.partial_s2, "scratch.partial_s1", "scratch.partial_s2",
@@ -82,8 +88,7 @@ void split(const RowCall& call, const Args& a) {
                                    shape, [] { return std::string("layernorm_partials"); }, partial_params);
     // Rows a combine program normalizes: those of a group whose windows share an offset share w and b.
     const int step = peel ? kVectorElements<T> : 1;
-    const std::int64_t last_group = call.rows - (call.rows - 1) / plan.group * plan.group;  // the smallest
-    const int rows = split_combine_rows(call.opt.tuning, plan.group, last_group, step);
+    const int rows = split_combine_rows_run(plan, call.rows, call.cols, element_bytes_of<T>(), call.opt.tuning);
     with_block<kNormMaxSplits>(plan.splits, [&]<int SB>() {
       LaunchChain chain(call);
       // Each group's partials, then its combine kernel: `combine(first, grid)` launches the latter.

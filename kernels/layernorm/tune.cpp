@@ -37,10 +37,19 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
   looped_cluster_configs(space, target, cols, layernorm_launch::kLoopBlock);
   if (cols >= 2 * layernorm_launch::kLoopBlock) {
     space.add(RowVariant::split);
-    // Rows of a group sharing w and b in the second kernel (where a group has that many to share).
-    for (int k : {2, 4}) space.add(RowVariant::split, [&](Tuning& t) { t.split_combine_rows = k; });
+    // Rows of a group sharing w and b in the second kernel, where the automatic plan's groups hold that
+    // many to share (split_combine_rows halves a count they do not; the halved count is in the space
+    // already, or is the rule's one row).
+    if (rows > 0) {
+      const SplitPlan plan = split_plan(target, rows, cols, element_bytes, layernorm_launch::kLoopBlock, kNormMaxSplits, opt.tuning);
+      for (int k : {2, 4}) {
+        Tuning asked = opt.tuning;
+        asked.split_combine_rows = k;
+        if (layernorm_launch::split_combine_rows_run(plan, rows, cols, element_bytes, asked) == k)
+          space.add(RowVariant::split, [&](Tuning& t) { t.split_combine_rows = k; });
+      }
+    }
   }
-  (void)rows;
   return std::move(space).configs();
 }
 

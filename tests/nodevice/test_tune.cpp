@@ -13,9 +13,12 @@
 #include <fstream>
 #include <random>
 #include <thread>
+#include <tuple>
 
+#include "kernels/layernorm/launchers.hpp"
 #include "kernels/layernorm/layernorm.hpp"
 #include "kernels/reference.hpp"
+#include "kernels/rows/rules.hpp"
 #include "kernels/softmax/softmax.hpp"
 #include "kernels/tune/tuner.hpp"
 
@@ -123,6 +126,37 @@ TEST(Tune, LayerNormSpaceHoldsTheStagedKernelWhereverItRuns) {
   EXPECT_EQ(staged(131400), 3);
   EXPECT_EQ(staged(262144), 3);
   EXPECT_EQ(staged(262145), 0);
+}
+
+TEST(Tune, LayerNormSpaceAsksRowsSharingWAndBOnlyWhereTheyRun) {
+  // The split LayerNorm's second kernel with 2 or 4 rows a program (Tuning::split_combine_rows), as a
+  // candidate only where the launch runs that many: split_combine_rows halves a count the plan's groups
+  // cannot fill, and the halved candidate would time a kernel already in the space.
+  auto shared = [](const std::vector<kernels::RowConfig>& space) {
+    std::vector<int> k;
+    for (const auto& c : space)
+      if (c.variant == RowVariant::split && c.tuning.split_combine_rows) k.push_back(*c.tuning.split_combine_rows);
+    return k;
+  };
+  const Target h100{"sm_90", true, 132, true, 232448, std::int64_t{50} << 20};
+  InspectLaunches inspected("sm_90", &h100);
+  const kernels::RowOptions gpu{Backend::gpu};
+  // Groups of 35 rows through windows (offset classes of 4 or 5 rows a vector apart): 4 halves to 2.
+  EXPECT_EQ(shared(kernels::layernorm_space(242, 588615, 2, gpu)), std::vector<int>{2});
+  // Groups of 25 whole-vector rows: neighbours, 4 a program with 3 repeats.
+  EXPECT_EQ(shared(kernels::layernorm_space(125, 737080, 2, gpu)), (std::vector<int>{2, 4}));
+  // 5 f32 rows through windows, 4 apart: no class holds two.
+  EXPECT_EQ(shared(kernels::layernorm_space(5, 855125, 4, gpu)), std::vector<int>{});
+  // Every candidate runs what it asks.
+  for (const auto& [rows, cols, bytes] : {std::tuple{242, 588615, 2}, std::tuple{125, 737080, 2}, std::tuple{5, 855125, 4}, std::tuple{38, 131649, 4}}) {
+    const kernels::SplitPlan plan = kernels::split_plan(h100, rows, cols, bytes, kernels::layernorm_launch::kLoopBlock, kernels::kNormMaxSplits);
+    for (const auto& c : kernels::layernorm_space(rows, cols, bytes, gpu))
+      if (c.variant == RowVariant::split && c.tuning.split_combine_rows)
+        EXPECT_EQ(kernels::split_combine_rows(c.tuning, plan.group, rows - (rows - 1) / plan.group * plan.group,
+                                              kernels::whole_vectors(cols, bytes) ? 1 : 16 / bytes),
+                  *c.tuning.split_combine_rows)
+            << rows << "x" << cols;
+  }
 }
 
 TEST(Tune, NarrowRowSpacesHoldTheWidthAsAnArgument) {
