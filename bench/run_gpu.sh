@@ -15,7 +15,8 @@
 #   SANITIZE=0 skips the sanitize step; SWEEP=N the sweep's shapes (default 60; 0 skips it);
 #   SWEEP_PEERS=0 times the row peers on the bench table's shapes only, not on the sweep's;
 #   PEAK_TFLOPS the roofline's tensor-core ceiling (default 989, the H200's dense f16/bf16 rate);
-#   TREE the commit the report names (default: git rev-parse of the checkout, for copies without .git).
+#   TREE the commit the report names (default: git rev-parse of the checkout, for copies without .git);
+#   BENCH_ARGS more arguments for every tilefuse_bench run (tuning flags: the report names them).
 set -uo pipefail
 out=${1:?usage: run_gpu.sh OUT_DIR [peers.py]}
 peers=${2:-}
@@ -71,14 +72,14 @@ if step examples; then
   "$build/matmul" 2>&1 | tee -a "$out/example_matrix.txt" || failed
 fi
 if step bench; then
-  "$build/bench/tilefuse_bench" --table "$out/bench_table.md" > "$out/bench.log" 2>&1 || { failed; tail -20 "$out/bench.log"; }
+  "$build/bench/tilefuse_bench" ${BENCH_ARGS:-} --table "$out/bench_table.md" > "$out/bench.log" 2>&1 || { failed; tail -20 "$out/bench.log"; }
   cat "$out/bench_table.md"
   # The roofline of this run's table: the copy rows' bandwidth and the tensor-core peak.
   "$build/bench/tilefuse_plot" roofline "$out/bench_table.md" "$out/roofline.png" --peak-tflops "${PEAK_TFLOPS:-989}" || failed
 fi
 # The shape sweep (bench/sweep.cpp): SWEEP generated shapes through the automatic choice.
 if step sweep && [ "${SWEEP:-60}" != 0 ]; then
-  "$build/bench/tilefuse_bench" --sweep "${SWEEP:-60}" --benchmark_filter=sweep --table "$out/sweep_table.md" > "$out/sweep.log" 2>&1 ||
+  "$build/bench/tilefuse_bench" ${BENCH_ARGS:-} --sweep "${SWEEP:-60}" --benchmark_filter=sweep --table "$out/sweep_table.md" > "$out/sweep.log" 2>&1 ||
     { failed; tail -20 "$out/sweep.log"; }
   grep "^sweep " "$out/sweep.log"
   "$build/bench/tilefuse_plot" sweep "$out/sweep_table.md" "$out/sweep.png" || failed
@@ -99,7 +100,7 @@ if step peers; then
   # the same buffers with the same bursts (bench/peer_cubins.hpp): the kernels alone, without the two
   # processes' launch paths and allocations.
   if [ -f "$out/cubins/manifest.txt" ]; then
-    "$build/bench/tilefuse_bench" --benchmark_filter='^(softmax|layernorm)/' --peer-cubins "$out/cubins/manifest.txt" \
+    "$build/bench/tilefuse_bench" ${BENCH_ARGS:-} --benchmark_filter='^(softmax|layernorm)/' --peer-cubins "$out/cubins/manifest.txt" \
       --table "$out/same_harness.md" > "$out/same_harness.log" 2>&1 || { failed; tail -20 "$out/same_harness.log"; }
     grep -E "tilefuse fused|tilefuse one_program|CUBIN" "$out/same_harness.md"
   fi
@@ -117,7 +118,7 @@ fi
 gpu=$(sed -n 2p "$out/device.txt" | cut -d, -f1 | tr 'A-Z' 'a-z' | sed 's/^nvidia //; s/[^a-z0-9]\+/-/g; s/-$//')
 report="$out/$(date -u +%F)-${gpu:-gpu}.md"
 {
-  echo "# tilefuse on $(head -2 "$out/device.txt" | tail -1), $(date -u '+%F %H:%M UTC'), tree ${TREE:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  echo "# tilefuse on $(head -2 "$out/device.txt" | tail -1), $(date -u '+%F %H:%M UTC'), tree ${TREE:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}${BENCH_ARGS:+, tilefuse_bench $BENCH_ARGS}"
   echo
   echo "Every figure below comes from this one run (bench/run_gpu.sh): medians of CUDA-event-timed runs, inputs"
   echo "rotated past the L2, the device copy of the same bytes timed in the same process; peers in the same run."
