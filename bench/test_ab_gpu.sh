@@ -5,9 +5,9 @@
 # median; a side whose run fails makes the script exit non-zero; ARGS_A and ARGS_B reach their side alone.
 #   bash bench/test_ab_gpu.sh
 set -euo pipefail
-# The scripts' settings from the environment that runs the tests (run_gpu.sh's STEPS reach ctest) would
-# change what they do: the test sets its own.
-unset STEPS ROUNDS SWEEP ARGS ARGS_A ARGS_B BENCH_A BENCH_B BENCH_ARGS SANITIZE SWEEP_PEERS TREE
+# ab_gpu.sh's settings from the environment that runs the tests (run_gpu.sh's STEPS reach ctest) would
+# change what it does: the test sets its own.
+unset STEPS ROUNDS SWEEP ARGS ARGS_A ARGS_B BENCH_A BENCH_B
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -5,9 +5,9 @@
 # invocation failed (and exit non-zero), and drop that failure once the step runs again.
 #   bash bench/test_run_gpu.sh BUILD_DIR   (the build folder that holds bench/tilefuse_plot)
 set -euo pipefail
-# The scripts' settings from the environment that runs the tests (run_gpu.sh's STEPS reach ctest) would
-# change what they do: the test sets its own.
-unset STEPS ROUNDS SWEEP ARGS ARGS_A ARGS_B BENCH_A BENCH_B BENCH_ARGS SANITIZE SWEEP_PEERS TREE
+# run_gpu.sh's settings from the environment that runs the tests (its own STEPS reach ctest) would change
+# what it does: the test sets its own (BUILD on every call).
+unset STEPS SANITIZE SWEEP SWEEP_PEERS PEAK_TFLOPS TREE BENCH_ARGS
 build=$(cd "${1:?usage: test_run_gpu.sh BUILD_DIR}" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d)
