@@ -9,11 +9,11 @@ namespace tilefuse::kernels::layernorm_launch {
 
 void cluster(const RowCall& call, const Args& a) {
   check_layernorm(call, a);
-  const auto split = cluster_split(call.entry, "kernels::layernorm_looped", call.rows, call.cols, a.splits, kNormMaxCols);
+  const auto split = cluster_split(call.entry, "kernels::layernorm_looped", call.rows, call.cols, a.splits, kNormClusterPieceCols);
   const Arg n = i32(call.cols), chunk = i32(split.chunk), splits = i32(split.splits);
   with_float_dtype(a.x.dtype, [&]<class T>() {
     // Chunks are whole multiples of 8 columns (cluster_split): tiles below 8 are never chosen.
-    with_block<kNormMaxCols, 8>(split.chunk, [&]<int B>() {
+    with_block<kNormClusterPieceCols, 8>(split.chunk, [&]<int B>() {
       static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "chunk", "splits", "eps"};
       KernelShape shape = row_shape(call.opt.tuning, element_bytes_of<T>(), B);
       shape.cluster = static_cast<int>(split.splits);

@@ -21,9 +21,13 @@
 namespace tilefuse::kernels {
 
 /// Widest row one normalization program holds in registers.
-inline constexpr std::int64_t kNormMaxCols = 16384;
-/// Widest row the cluster LayerNorm takes: 8 programs of 16384 columns.
-inline constexpr std::int64_t kNormClusterMaxCols = 8 * kNormMaxCols;
+inline constexpr std::int64_t kNormMaxCols = 32768;
+/// Widest row RMSNorm takes: it holds the row as one tile, whose x and w spill past 16384 f32 columns.
+inline constexpr std::int64_t kRmsNormMaxCols = 16384;
+/// Widest row piece one program of the cluster LayerNorm holds in registers.
+inline constexpr std::int64_t kNormClusterPieceCols = 16384;
+/// Widest row the cluster LayerNorm takes: 8 programs of kNormClusterPieceCols columns.
+inline constexpr std::int64_t kNormClusterMaxCols = 8 * kNormClusterPieceCols;
 /// Widest row the staged LayerNorm takes: a cluster of 8 programs of kStageMaxCols columns.
 inline constexpr std::int64_t kNormStagedMaxCols = 8 * kStageMaxCols;
 /// Shared memory per program of the staged LayerNorm unless Tuning::stage_bytes says otherwise: 32 KB, as
@@ -87,7 +91,7 @@ std::vector<const Program*> layernorm_programs(RowVariant variant, ir::DType dty
 /// The RMSNorm program for rows of `cols` elements of `dtype`.
 std::vector<const Program*> rmsnorm_programs(ir::DType dtype, std::int64_t cols, const RowOptions& opt = {});
 
-/// LayerNorm, one program per row with the row in registers (up to 16384 columns), two-pass; `one_pass`
+/// LayerNorm, one program per row with the row in registers (up to kNormMaxCols columns), two-pass; `one_pass`
 /// runs the one-pass baseline (var = E[x^2] - E[x]^2, which loses every digit when |mean| >> std).
 template <class Buf, class F32Buf>
 void layernorm(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols, float eps = 1e-5f,
@@ -189,7 +193,7 @@ TuneReport tune_layernorm(Buf& x, Buf& w, Buf& b, std::int64_t rows, std::int64_
   return detail::tune_layernorm(a, opt);
 }
 
-/// y = RMSNorm(x) * w over rows x cols, one program per row (up to 16384 columns).
+/// y = RMSNorm(x) * w over rows x cols, one program per row (up to kRmsNormMaxCols columns).
 template <class Buf>
 void rmsnorm(Buf& x, Buf& w, Buf& y, std::int64_t rows, std::int64_t cols, float eps = 1e-6f, const RowOptions& opt = {}) {
   static_assert(holds_floats<Buf>, "tilefuse rmsnorm: elements must be float, tilefuse::half or tilefuse::bfloat16.");

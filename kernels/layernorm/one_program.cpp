@@ -1,5 +1,6 @@
 // LayerNorm two-pass with the row in registers (one tile, or three, five or seven pieces of it: with_pieces),
-// its one-pass baseline, and RMSNorm, for f32, f16 and bf16 and every row tile up to 16384 columns.
+// its one-pass baseline, and RMSNorm, for f32, f16 and bf16 and every row tile up to 32768 columns (16384
+// for RMSNorm).
 #include <array>
 
 #include "kernels/layernorm/launchers.hpp"
@@ -9,10 +10,10 @@ namespace tilefuse::kernels::layernorm_launch {
 
 namespace {
 
-void check_cols(const RowCall& call, bool auto_hint) {
-  if (call.cols > kNormMaxCols)
+void check_cols(const RowCall& call, std::int64_t limit, bool auto_hint) {
+  if (call.cols > limit)
     throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": cols = " + std::to_string(call.cols) +
-                                " exceeds the one-program row limit of " + std::to_string(kNormMaxCols) + " elements" +
+                                " exceeds the one-program row limit of " + std::to_string(limit) + " elements" +
                                 (auto_hint ? " (kernels::layernorm_auto and layernorm_looped take rows of any width)" : ""));
 }
 
@@ -29,7 +30,7 @@ void check_layernorm(const RowCall& call, const Args& a) {
 
 void one_program(const RowCall& call, const Args& a) {
   check_layernorm(call, a);
-  check_cols(call, true);
+  check_cols(call, kNormMaxCols, true);
   const Arg n = i32(call.cols), eps = Arg::of_f32(a.eps);
   const Grid grid(call.rows);
   with_float_dtype(a.x.dtype, [&]<class T>() {
@@ -116,7 +117,7 @@ void one_program(const RowCall& call, const Args& a) {
       Program& p = windowed ? kernel_for<&layernorm_program<T, PIECE, PIECES, true>>(shape, name, params)
                             : kernel_for<&layernorm_program<T, PIECE, PIECES>>(shape, name, params);
       launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, tail, eps});
-    });
+    }, call.cols);  // a window's row may start up to a vector in: pieces within its columns
   });
 }
 
@@ -124,10 +125,10 @@ void rmsnorm(const RowCall& call, const Args& a) {
   check_matrix(call, "x", a.x);
   check_matrix(call, "y", a.y);
   check_vector(call, "w", a.w, call.cols);
-  check_cols(call, false);
+  check_cols(call, kRmsNormMaxCols, false);
   const Arg n = i32(call.cols);
   with_float_dtype(a.x.dtype, [&]<class T>() {
-    with_block<kNormMaxCols>(call.cols, [&]<int B>() {
+    with_block<kRmsNormMaxCols>(call.cols, [&]<int B>() {
       static constexpr const char* params[] = {"x", "w", "y", "stride", "n", "eps"};
       launch(call, row_program<&rmsnorm_program<T, B>, T, B>(call, "rmsnorm", params), Grid(call.rows),
              std::array{a.x, a.w, a.y, n, n, Arg::of_f32(a.eps)});

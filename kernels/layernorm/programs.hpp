@@ -15,6 +15,10 @@ namespace tilefuse::kernels {
 
 namespace tl = tilefuse::tl;
 
+/// Widest f32 row of one piece whose w and b are loaded before the reductions (layernorm_program): 16
+/// elements of each a thread at 32 warps; wider, the three tiles spill.
+inline constexpr int kAffineFirstMaxCols = 16384;
+
 /// LayerNorm two-pass of one row, `row`, held in registers as PIECES tiles of PIECE columns (RowPieces),
 /// through its aligned window with PEEL; `affine(pieces, k)` gives piece k's w and b widened to f32 (loaded
 /// first, before the reductions, with `affine_first`). Writes y, and the row's mean and rstd.
@@ -102,11 +106,12 @@ void layernorm_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, t
                        tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                        tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps) {
   static_assert(PIECES >= 1, "tilefuse layernorm_program: a row takes at least one piece.");
-  // w and b are loaded before the reductions for f32 rows of one piece, so that their round trip overlaps
-  // them (for 2 x 16 more registers per thread); halves hold twice the elements per thread, and rows of
-  // several pieces (24 or more elements per thread) would double their registers and halve the programs
-  // per SM: they load w and b piece by piece as each is stored (bench/NOTES.md).
-  constexpr bool affine_first = std::is_same_v<T, tl::f32> && PIECES == 1;
+  // w and b are loaded before the reductions for f32 rows of one piece up to kAffineFirstMaxCols, so that
+  // their round trip overlaps them (for 2 x 16 more registers per thread); halves hold twice the elements
+  // per thread, and rows of several pieces or wider (24 or more elements per thread) would double their
+  // registers and halve the programs per SM, or spill: they load w and b piece by piece as each is stored
+  // (bench/NOTES.md).
+  constexpr bool affine_first = std::is_same_v<T, tl::f32> && PIECES == 1 && PIECE <= kAffineFirstMaxCols;
   // w and b of piece k, widened.
   auto affine = [&](const RowPieces<T, PIECE, PIECES, PEEL>& pieces, int k) {
     auto at = k * PIECE + (PEEL ? pieces.idx - pieces.head : pieces.idx);
@@ -142,7 +147,7 @@ template <class T, int PIECE, int PIECES>
 void layernorm_shifted_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr<T> y, tl::Ptr<tl::f32> mean_out,
                                tl::Ptr<tl::f32> rstd_out, tl::Scalar<tl::i32> stride, tl::Scalar<tl::i32> n,
                                tl::Scalar<tl::i32> tail, tl::Scalar<tl::f32> eps, tl::Scalar<tl::i32> copy_stride) {
-  constexpr bool affine_first = std::is_same_v<T, tl::f32> && PIECES == 1;  // as layernorm_program
+  constexpr bool affine_first = std::is_same_v<T, tl::f32> && PIECES == 1 && PIECE <= kAffineFirstMaxCols;  // as layernorm_program
   auto affine = [&](const RowPieces<T, PIECE, PIECES, true>& pieces, int k) {
     auto at = pieces.head * copy_stride + k * PIECE + pieces.idx;
     auto load = [&](tl::Ptr<T> p) { return tl::cast<tl::f32>(pieces.masked(k, [&](auto... m) { return tl::load(p + at, m...); })); };

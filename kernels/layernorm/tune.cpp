@@ -11,7 +11,7 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
   RowSpace space(opt.tuning);  // the rules, the default, first
   if (cols <= kNormMaxCols) {
     space.add(RowVariant::one_program);
-    for (int e : {8, 16, 32}) space.add(RowVariant::one_program, [&](Tuning& t) { t.row_elements = e; });
+    for (int e : one_program_elements(cols)) space.add(RowVariant::one_program, [&](Tuning& t) { t.row_elements = e; });
     for (int r : {1024, 2048}) space.add(RowVariant::one_program, [&](Tuning& t) { t.resident_threads = r; });
     if (packable_rows(cols, element_bytes))  // narrow rows: the other way of holding them
       space.add(RowVariant::one_program, [&](Tuning& t) { t.pack_rows = !packed_rows(opt.tuning, cols, cols, element_bytes); });

@@ -7,7 +7,13 @@ namespace tilefuse::kernels {
 namespace {
 
 
-bool one_program_fits(std::int64_t, std::int64_t cols, int, const RowOptions&) { return cols <= kNormMaxCols; }
+// One program per row up to kNormMaxCols, but half rows that are not whole vectors past
+// kWideRowElements: through their windows (w and b from shifted copies) they measured 0.2-0.7 x copy
+// against the staged or looped kernels' 0.72-0.87 (bench/NOTES.md).
+bool one_program_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions&) {
+  if (cols <= kWideRowElements) return true;
+  return cols <= kNormMaxCols && (element_bytes == 4 || whole_vectors(cols, element_bytes));
+}
 
 // Few wide rows: split when one program per row would leave the GPU short of programs.
 bool split_fits(std::int64_t rows, std::int64_t cols, int, const RowOptions& opt) {

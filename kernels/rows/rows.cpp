@@ -120,9 +120,12 @@ KernelShape split_shape(const Tuning& tuning, std::int64_t block) {
 }
 
 // Per piece rounded up, not down: fewer, fuller threads measured faster for three pieces (bench/NOTES.md).
+// Past kWideRowElements, 16 warps: at 32 the pieces of halves measured 0.2-0.3 x copy slower (bench/NOTES.md).
 KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t piece, int pieces, int resident_rule) {
   if (pieces == 1) return row_shape(tuning, element_bytes, piece, resident_rule);
-  const int per_thread = row_elements_per_thread(tuning, element_bytes, piece * pieces);
+  const std::int64_t row = piece * pieces;
+  const int per_thread = row > kWideRowElements && !tuning.row_elements ? static_cast<int>((row + 511) / 512)
+                                                                          : row_elements_per_thread(tuning, element_bytes, row);
   int per_piece = static_cast<int>(std::bit_ceil(static_cast<unsigned>((per_thread + pieces - 1) / pieces)));
   // Two warps at least where a thread would hold more than 16 elements of the row (the rule of
   // row_elements_per_thread for one piece).

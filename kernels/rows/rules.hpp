@@ -41,7 +41,8 @@ int row_warps(std::int64_t block, int per_thread);
 
 /// Row elements per thread for programs that hold a row tile of `block` elements of `element_bytes` in
 /// registers: 64 bytes per thread (16 f32 or 32 f16/bf16: four 16-byte accesses in flight each), but at
-/// least two warps per program where the row allows it; or Tuning::row_elements.
+/// least two warps per program where the row allows it; or Tuning::row_elements. Programs have at most 32
+/// warps, so a tile of 32768 holds 32 elements a thread.
 int row_elements_per_thread(const Tuning& tuning, int element_bytes, std::int64_t block);
 
 /// A row kernel for a row tile of `block` elements of `element_bytes`, asking for room for
@@ -60,10 +61,15 @@ KernelShape looped_shape(const Tuning& tuning, std::int64_t block);
 /// Tuning::keep_rows_in_l2 asks (the rule: no; measured, bench/NOTES.md).
 KernelShape split_shape(const Tuning& tuning, std::int64_t block);
 
+/// Widest row held as pieces that takes the 64-bytes-a-thread rule of row_elements_per_thread; wider
+/// ones take 16 warps (pieces_shape).
+inline constexpr std::int64_t kWideRowElements = 16384;
+
 /// A row kernel that holds its row as `pieces` tiles of `piece` elements of `element_bytes`: the row's
-/// elements per thread split over the pieces and rounded up to a power of two per piece (at least two
-/// warps where the piece allows) set the warps, asking room for `resident_rule` threads per SM as
-/// row_shape does; one piece is row_shape.
+/// elements per thread (row_elements_per_thread, or past kWideRowElements columns the row / 512 of 16
+/// warps) split over the pieces and rounded up to a power of two per piece (at least two warps where the
+/// piece allows) set the warps, asking room for `resident_rule` threads per SM as row_shape does; one
+/// piece is row_shape.
 KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t piece, int pieces, int resident_rule = 0);
 
 /// A staged kernel of `warps_rule` warps (or Tuning::staged_warps) whose programs hold `stage_bytes` of

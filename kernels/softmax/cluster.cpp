@@ -11,12 +11,12 @@ namespace tilefuse::kernels::softmax_launch {
 void cluster(const RowCall& call, const Args& a) {
   check_matrix(call, "in", a.in);
   check_matrix(call, "out", a.out);
-  const auto split = cluster_split(call.entry, "kernels::softmax_looped", call.rows, call.cols, 0, kSoftmaxMaxCols);
+  const auto split = cluster_split(call.entry, "kernels::softmax_looped", call.rows, call.cols, 0, kSoftmaxClusterPieceCols);
   if (split.splits == 1) return one_program(call, a);
   const Arg n = i32(call.cols), chunk = i32(split.chunk), splits = i32(split.splits);
   with_float_dtype(a.in.dtype, [&]<class T>() {
     // Clusters of two or more programs hold more than 8192 columns each: only the 16384 tile is ever chosen.
-    with_block<kSoftmaxMaxCols, kSoftmaxMaxCols>(split.chunk, [&]<int B>() {
+    with_block<kSoftmaxClusterPieceCols, kSoftmaxClusterPieceCols>(split.chunk, [&]<int B>() {
       static constexpr const char* params[] = {"in", "out", "stride", "n_cols", "chunk", "splits"};
       // Room for three 512-thread programs per SM, at the price of a few bytes of spill (measured against two:
       // bench/NOTES.md, cluster kernels).

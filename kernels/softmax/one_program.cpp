@@ -63,7 +63,7 @@ void one_program(const RowCall& call, const Args& a) {
                          : kernel_for<&softmax_pieces_program<T, PIECE, PIECES, false>>(shape, [&] { return name("softmax_"); }, pieces_params);
         launch(call, p, Grid(call.rows), std::array{a.in, a.out, n, n, i32(call.cols - (PIECES - 1) * PIECE)});
       }
-    });
+    }, call.cols);  // a window's row may start up to a vector in: pieces within its columns
   });
 }
 

@@ -21,9 +21,12 @@
 namespace tilefuse::kernels {
 
 /// Widest row one softmax program holds in registers.
-inline constexpr std::int64_t kSoftmaxMaxCols = 16384;
-/// Widest row the cluster softmax takes: 8 programs (the portable cluster size) of 16384 columns.
-inline constexpr std::int64_t kSoftmaxClusterMaxCols = 8 * kSoftmaxMaxCols;
+inline constexpr std::int64_t kSoftmaxMaxCols = 32768;
+/// Widest row piece one program of the cluster softmax holds in registers.
+inline constexpr std::int64_t kSoftmaxClusterPieceCols = 16384;
+/// Widest row the cluster softmax takes: 8 programs (the portable cluster size) of kSoftmaxClusterPieceCols
+/// columns.
+inline constexpr std::int64_t kSoftmaxClusterMaxCols = 8 * kSoftmaxClusterPieceCols;
 /// Widest row the staged softmax takes: a cluster of 8 programs of 32768 columns.
 inline constexpr std::int64_t kSoftmaxStagedMaxCols = 8 * kStageMaxCols;
 /// Most splits of one row the split-row softmax supports (the combine kernel holds them as one tile).
@@ -83,7 +86,7 @@ std::vector<const Program*> softmax_programs(RowVariant variant, ir::DType dtype
 /// The five unfused kernels' programs for rows of `cols` elements of `dtype`.
 std::vector<const Program*> softmax_unfused_programs(ir::DType dtype, std::int64_t cols, const RowOptions& opt = {});
 
-/// The fused kernel, one program per row: reads once, rows up to 16384 columns (an error above).
+/// The fused kernel, one program per row: reads once, rows up to kSoftmaxMaxCols columns (an error above).
 template <class Buf>
 void softmax(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}) {
   static_assert(holds_floats<Buf>, "tilefuse softmax: elements must be float, tilefuse::half or tilefuse::bfloat16.");
@@ -158,7 +161,7 @@ void softmax_split(Buf& in, Buf& out, SplitScratch<F32Buf>& scratch, std::int64_
 }
 
 /// Softmax as five kernels (max, subtract, exp, sum, divide), each a round trip through memory: the
-/// unfused baseline, rows up to 16384 columns.
+/// unfused baseline, rows up to kSoftmaxMaxCols columns.
 template <class Buf>
 void softmax_unfused(Buf& in, Buf& out, UnfusedScratch<Buf>& scratch, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}) {
   static_assert(holds_floats<Buf>, "tilefuse softmax_unfused: elements must be float, half or bfloat16.");

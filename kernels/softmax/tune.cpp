@@ -14,7 +14,7 @@ std::vector<RowConfig> softmax_space(std::int64_t rows, std::int64_t cols, int e
   RowSpace space(opt.tuning);  // the rules, the default, first
   if (cols <= kSoftmaxMaxCols) {
     space.add(RowVariant::one_program);
-    for (int e : {8, 16, 32}) space.add(RowVariant::one_program, [&](Tuning& t) { t.row_elements = e; });
+    for (int e : one_program_elements(cols)) space.add(RowVariant::one_program, [&](Tuning& t) { t.row_elements = e; });
     if (packable_rows(cols, element_bytes))  // narrow rows: the other way of holding them
       space.add(RowVariant::one_program, [&](Tuning& t) { t.pack_rows = !packed_rows(opt.tuning, cols, cols, element_bytes); });
     narrow_row_configs(space, cols, element_bytes, opt.tuning, /*column_operands=*/false);

@@ -6,7 +6,13 @@ namespace tilefuse::kernels {
 
 namespace {
 
-bool one_program_fits(std::int64_t, std::int64_t cols, int, const RowOptions&) { return cols <= kSoftmaxMaxCols; }
+// One program per row up to kSoftmaxMaxCols, but half rows that are not whole vectors whose window takes
+// one tile of 32768 (past seven eighths of it): they measured 0.74-0.86 x copy against the staged or
+// looped kernels' 0.86-0.92 (bench/NOTES.md), where the seven or fewer pieces of narrower windows lead.
+bool one_program_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions&) {
+  if (cols <= kWideRowElements || element_bytes == 4 || whole_vectors(cols, element_bytes)) return cols <= kSoftmaxMaxCols;
+  return window_cols(cols, element_bytes) <= 7 * (kSoftmaxMaxCols / 8);
+}
 
 bool staged_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions& opt) {
   return stages_hold(tilefuse::target(opt.backend), cols, auto_stage_cols(element_bytes, opt.tuning));
@@ -24,7 +30,8 @@ bool staged_chosen(std::int64_t rows, std::int64_t cols, int element_bytes, cons
 // would leave the GPU short of programs.
 bool split_fits(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
   const std::int64_t piece = auto_stage_cols(element_bytes, opt.tuning);
-  const std::int64_t per_row = cols > kSoftmaxMaxCols && staged_fits(rows, cols, element_bytes, opt) ? (cols + piece - 1) / piece : 1;
+  const std::int64_t per_row =
+      !one_program_fits(rows, cols, element_bytes, opt) && staged_fits(rows, cols, element_bytes, opt) ? (cols + piece - 1) / piece : 1;
   return few_rows(tilefuse::target(opt.backend), rows * per_row, cols, softmax_launch::kLoopBlock);
 }
 

@@ -119,6 +119,11 @@ void looped_cluster_configs(RowSpace& space, const Target& target, std::int64_t 
   if (cols >= 2 * block) space.add(RowVariant::looped, [&](Tuning& t) { t.looped_groups = 1; });
 }
 
+std::vector<int> one_program_elements(std::int64_t cols) {
+  if (cols > kWideRowElements) return {16, 32, 64};
+  return {8, 16, 32};
+}
+
 void narrow_row_configs(RowSpace& space, std::int64_t cols, int element_bytes, const Tuning& base, bool column_operands) {
   if (!packable_rows(cols, element_bytes)) return;
   space.add(RowVariant::one_program, [&](Tuning& t) {

@@ -50,6 +50,11 @@ class RowSpace {
   std::vector<RowConfig> configs_;
 };
 
+/// Row elements per thread (Tuning::row_elements) the tuners try for one program per row of `cols` besides
+/// the rule's: 8, 16 and 32; past kWideRowElements columns 16, 32 and 64 (pieces at 32 warps, or one
+/// tile at 16 warps).
+std::vector<int> one_program_elements(std::int64_t cols);
+
 /// The one-program configurations of packed narrow rows of `cols` elements of `element_bytes` besides the
 /// rule's (none for rows too wide to pack): packed (Tuning::pack_rows, also where the rule gives aligned
 /// rows of 512-byte tiles a program each) with the width an argument (Tuning::constant_cols false: the

@@ -84,7 +84,7 @@ void check_rmsnorm(std::int64_t rows, std::int64_t cols) {
 }
 
 TEST_F(Gpu, LayerNormAllDtypesAndWidths) {
-  for (std::int64_t cols : {1, 7, 128, 700, 768, 1000, 1001, 3000, 4096, 12288, 16384}) {
+  for (std::int64_t cols : {1, 7, 128, 700, 768, 1000, 1001, 3000, 4096, 12288, 16384, 20001, 24576, 28001, 32768}) {
     check_layernorm<float>(37, cols);
     check_layernorm<half>(19, cols);
     check_layernorm<bfloat16>(19, cols);
@@ -286,8 +286,9 @@ TEST_F(Gpu, EveryLayerNormVariantOfTheTable) {
 }
 
 TEST_F(Gpu, LayerNormAutomaticChoiceAtTheLimits) {
-  // 16384 columns: the one-program kernel; 16385 and wider: the looped LayerNorm.
-  for (std::int64_t cols : {1000, 16384, 16385, 70000}) {
+  // These few rows: the one-program kernel below 8192 columns, split over the GPU from 8192 on (with more
+  // rows: one program up to 32768 columns, staged or looped past it). Both sides of each limit.
+  for (std::int64_t cols : {1000, 16384, 16385, 32768, 32769, 70000}) {
     check_layernorm<float>(5, cols, 0.f, RowVariant::automatic);
     check_layernorm<half>(3, cols, 0.f, RowVariant::automatic);
   }

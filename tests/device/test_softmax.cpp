@@ -55,15 +55,15 @@ void check_softmax(std::int64_t rows, std::int64_t cols, bool pack_rows = true,
 }
 
 TEST_F(Gpu, SoftmaxF32AllWidths) {
-  for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384}) check_softmax<float>(67, cols);
+  for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384, 20001, 24576, 28001, 32768}) check_softmax<float>(67, cols);
 }
 
 TEST_F(Gpu, SoftmaxF16AllWidths) {
-  for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384}) check_softmax<half>(37, cols);
+  for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384, 20001, 24576, 28001, 32768}) check_softmax<half>(37, cols);
 }
 
 TEST_F(Gpu, SoftmaxBf16AllWidths) {
-  for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384}) check_softmax<bfloat16>(37, cols);
+  for (std::int64_t cols : {1, 7, 128, 1000, 1001, 3000, 4096, 16384, 20001, 24576, 28001, 32768}) check_softmax<bfloat16>(37, cols);
 }
 
 TEST_F(Gpu, SoftmaxManyRows) {
@@ -175,9 +175,10 @@ TEST_F(Gpu, ClusterSoftmaxReadsOnce) {
 }
 
 TEST_F(Gpu, SoftmaxAutomaticChoiceAtTheLimits) {
-  // 16384 columns: the one-program kernel; from 16385 columns these few rows are split over the GPU (with
-  // more rows: the staged softmax up to 131072 f32 and 262144 bf16, the looped softmax past them).
-  for (std::int64_t cols : {1000, 16384, 16385, 70000}) {
+  // These few rows: the one-program kernel below 8192 columns, split over the GPU from 8192 on (with more
+  // rows: one program up to 32768 columns, the staged softmax up to 131072 f32 and 262144 bf16, the looped
+  // softmax past them). Both sides of each limit.
+  for (std::int64_t cols : {1000, 16384, 16385, 32768, 32769, 70000}) {
     check_variant<float>(5, cols, RowVariant::automatic);
     check_variant<bfloat16>(3, cols, RowVariant::automatic);
   }

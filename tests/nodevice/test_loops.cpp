@@ -300,7 +300,7 @@ TEST(Loops, AutomaticVariantTakesEveryWidth) {
   EXPECT_FALSE(kernels::softmax_staged_fits(131073, 4, Backend::interpreter));
   EXPECT_TRUE(kernels::softmax_staged_fits(262144, 2, Backend::interpreter));
   EXPECT_FALSE(kernels::softmax_staged_fits(262144, 4, Backend::interpreter));
-  for (std::int64_t cols : {300, 16384, 16385, 40000, 131072, 131073}) {
+  for (std::int64_t cols : {300, 16384, 16385, 32768, 32769, 40000, 131072, 131073}) {
     const auto seed = std::random_device{}();
     SCOPED_TRACE("softmax_auto 2x" + std::to_string(cols) + " seed " + std::to_string(seed));
     auto x = reference::random_vector<float>(2 * cols, seed, 0.f, 3.f);
@@ -309,9 +309,9 @@ TEST(Loops, AutomaticVariantTakesEveryWidth) {
     EXPECT_LE(reference::relative_error<float>(y, reference::softmax<float>(x, 2, cols)), reference::tolerance<float>());
   }
   // Asking for the one-program kernel above its limit is the clear error that names the alternatives.
-  std::vector<float> x(16385), y(16385);
+  std::vector<float> x(kernels::kSoftmaxMaxCols + 1), y(x.size());
   try {
-    kernels::softmax_auto(x, y, 1, 16385, {Backend::interpreter}, kernels::RowVariant::one_program);
+    kernels::softmax_auto(x, y, 1, kernels::kSoftmaxMaxCols + 1, {Backend::interpreter}, kernels::RowVariant::one_program);
     ADD_FAILURE() << "no error";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("softmax_auto"), std::string::npos) << e.what();

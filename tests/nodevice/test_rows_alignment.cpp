@@ -153,14 +153,33 @@ TEST(RowsAlignment, RowsAsPiecesMatchFloat64) {
   check_layernorm<half>(3, 4105, RowVariant::one_program, true, 1e4f);
 }
 
+TEST(RowsAlignment, WindowsEndingBeforeTheirLastPieceTakeOneTile) {
+  // A row through its window holds from cols - V + 1 columns of the window (its head 0) to cols + V - 1:
+  // where the window needs five (seven) pieces but the row can end inside the fourth (sixth), those whole,
+  // unmasked pieces would reach past it into the next row. Rows of every head (odd widths), both limits
+  // of every block; the interpreter fails any access outside the buffers.
+  for (std::int64_t block = 2048; block <= kernels::kSoftmaxMaxCols; block *= 2)
+    for (std::int64_t cols : {block / 2 - 1, 3 * block / 4 - 1}) {
+      SCOPED_TRACE(cols);
+      check_softmax<half>(9, cols, RowVariant::one_program, true);
+      check_softmax<float>(5, cols, RowVariant::one_program, true);
+      check_layernorm<bfloat16>(9, cols, RowVariant::one_program, true);
+    }
+  // 16383 halves: five pieces of 4096 would end at 16384 for a row of head 0; one tile of 32768.
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::f16, 16383, interpreter(true)).at(0)->name(),
+            "softmax_peeled_32768");
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::f16, 16385, interpreter(true)).at(0)->name(),
+            "softmax_peeled_4096x5");
+}
+
 TEST(RowsAlignment, WindowsWiderThanOneProgramFallBackToTheRow) {
-  // 16383 f16 columns: the window (16390) is past the one-program tile, so the row is read from its start.
-  const auto programs = kernels::softmax_programs(RowVariant::one_program, ir::DType::f16, 16383, interpreter(true));
+  // 32767 f16 columns: the window (32774) is past the one-program tile, so the row is read from its start.
+  const auto programs = kernels::softmax_programs(RowVariant::one_program, ir::DType::f16, 32767, interpreter(true));
   ASSERT_EQ(programs.size(), 1u);
-  EXPECT_EQ(programs[0]->name(), "softmax_16384");
-  check_softmax<half>(3, 16383, RowVariant::one_program, true);
-  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::f16, 16377, interpreter(true)).at(0)->name(),
-            "softmax_peeled_16384");
+  EXPECT_EQ(programs[0]->name(), "softmax_32768");
+  check_softmax<half>(3, 32767, RowVariant::one_program, true);
+  EXPECT_EQ(kernels::softmax_programs(RowVariant::one_program, ir::DType::f16, 32761, interpreter(true)).at(0)->name(),
+            "softmax_peeled_32768");
 }
 
 TEST(RowsAlignment, PeeledKernelsMove16BytesPerAccess) {

@@ -52,9 +52,19 @@ TEST(RowsChoice, WideRowsLoopWhereTheSecondPassFindsThemInTheL2) {
   // (48 MB); the looped kernels' 256-thread programs count 4 a SM, 528 rows in flight.
   const Target sm90{"sm_90", true, 132, true, 232448, 60 << 20};
   InspectLaunches h200("sm_90", &sm90);
-  // 528 rows of 41.7 KB in flight (22 MB): the looped kernels read each row again from the L2.
-  EXPECT_EQ(kernels::softmax_choice(19269, 20853, 2, kGpu), RowVariant::looped);
+  // Rows one program holds (up to 32768 columns) stay one program a row: f32 and whole-vector rows of
+  // both families, and the softmax's odd half rows whose window fits seven pieces (up to 28672).
+  EXPECT_EQ(kernels::softmax_choice(19269, 20853, 2, kGpu), RowVariant::one_program);
+  EXPECT_EQ(kernels::layernorm_choice(19269, 20856, 2, kGpu), RowVariant::one_program);
+  EXPECT_EQ(kernels::layernorm_choice(1673, 29263, 4, kGpu), RowVariant::one_program);
+  EXPECT_EQ(kernels::softmax_choice(5069, 32768, 2, kGpu), RowVariant::one_program);
+  // Odd half rows past 16384 (LayerNorm) and past 28672 (softmax): 528 rows of 41.7 (62.3) KB in flight,
+  // 22 (33) MB: the looped kernels read each row again from the L2.
   EXPECT_EQ(kernels::layernorm_choice(19269, 20853, 2, kGpu), RowVariant::looped);
+  EXPECT_EQ(kernels::softmax_choice(11258, 31139, 2, kGpu), RowVariant::looped);
+  // 528 rows of 72 KB in flight (38 MB): the looped kernels read each row again from the L2.
+  EXPECT_EQ(kernels::softmax_choice(9000, 36000, 2, kGpu), RowVariant::looped);
+  EXPECT_EQ(kernels::layernorm_choice(9000, 36000, 2, kGpu), RowVariant::looped);
   EXPECT_EQ(kernels::softmax_choice(845, 44547, 2, kGpu), RowVariant::looped);  // 528 x 89 KB = 47 MB
   // 528 rows of 115 KB (61 MB) are too many: the staged kernels read each row once.
   EXPECT_EQ(kernels::softmax_choice(2158, 57480, 2, kGpu), RowVariant::staged);
@@ -82,8 +92,8 @@ TEST(RowsChoice, WideRowsLoopWhereTheSecondPassFindsThemInTheL2) {
   EXPECT_FALSE(kernels::looped_rereads_fit_l2(sm90, 528, 96000, 8));   // 50.7 MB
   EXPECT_FALSE(kernels::looped_rereads_fit_l2(sm90, 263, 1000, 8));
   EXPECT_TRUE(kernels::looped_rereads_fit_l2(Target{}, 1, 1 << 30, 8));
-  EXPECT_EQ(kernels::softmax_choice(1000, 20000, 2, kInterpreter), RowVariant::looped);
-  EXPECT_EQ(kernels::layernorm_choice(1000, 20000, 2, kInterpreter), RowVariant::looped);
+  EXPECT_EQ(kernels::softmax_choice(1000, 40000, 2, kInterpreter), RowVariant::looped);
+  EXPECT_EQ(kernels::layernorm_choice(1000, 40000, 2, kInterpreter), RowVariant::looped);
 }
 
 // Rows the looped kernels take whose 528 in flight overfill the L2 go to clusters of 2, 4 or 8 programs
