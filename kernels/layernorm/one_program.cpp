@@ -65,7 +65,8 @@ void one_program(const RowCall& call, const Args& a) {
     }
     // One row per program, held as one tile or as pieces (with_pieces) of its window or of the row.
     const bool windowed = peel && window <= kNormMaxCols;
-    with_pieces<kNormMaxCols>(windowed ? window : call.cols, [&]<int PIECE, int PIECES>() {
+    // A window's row may start up to a vector in: its pieces lie within call.cols columns.
+    with_pieces<kNormMaxCols>(windowed ? window : call.cols, call.cols, [&]<int PIECE, int PIECES>() {
       auto name = [&] { return std::string(windowed ? "layernorm_peeled_" : "layernorm_") + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""); };
       // Half rows through a window of one tile ask for kNormPeeledResident threads per SM.
       const int resident = windowed && element_bytes_of<T>() < 4 ? kNormPeeledResident : 0;
@@ -117,7 +118,7 @@ void one_program(const RowCall& call, const Args& a) {
       Program& p = windowed ? kernel_for<&layernorm_program<T, PIECE, PIECES, true>>(shape, name, params)
                             : kernel_for<&layernorm_program<T, PIECE, PIECES>>(shape, name, params);
       launch(call, p, grid, std::array{a.x, a.w, a.b, a.y, a.mean, a.rstd, n, n, tail, eps});
-    }, call.cols);  // a window's row may start up to a vector in: pieces within its columns
+    });
   });
 }
 

@@ -40,12 +40,12 @@ decltype(auto) with_block(std::int64_t cols, F&& f) {
 /// three quarter-tiles of B (from B = 512 on), or five or seven eighth-tiles (from B = 2048 on, pieces of
 /// 256 columns or more). Every piece but the last is whole, so at most an eighth of B (a quarter below
 /// 2048) is masked off, where one tile of B masks off up to half of it.
-/// `least` (default: cols) is the fewest columns every row holds from the tile's start: a row read through
-/// its aligned window (cols = the window) holds from cols - V + 1 to cols of them. Pieces are taken only
-/// where all but the last lie within `least`, because they are read and written unmasked; else one tile.
+/// `least` is the fewest columns every row holds from the tile's start: cols for a row read from its start,
+/// the row's own width for one read through its aligned window (cols = the window, which holds from cols -
+/// V + 1 to cols of the row's columns). Pieces are taken only where all but the last lie within `least`,
+/// because they are read and written unmasked; else one tile.
 template <int MaxBlock, class F>
-void with_pieces(std::int64_t cols, F&& f, std::int64_t least = -1) {
-  if (least < 0) least = cols;
+void with_pieces(std::int64_t cols, std::int64_t least, F&& f) {
   with_block<MaxBlock>(cols, [&]<int BLOCK>() {
     if constexpr (BLOCK >= 2048) {
       if (cols <= 5 * (BLOCK / 8) && 4 * (BLOCK / 8) <= least) return f.template operator()<BLOCK / 8, 5>();

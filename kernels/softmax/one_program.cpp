@@ -45,7 +45,8 @@ void one_program(const RowCall& call, const Args& a) {
     }
     // One row per program, held as one tile or as pieces (with_pieces) of its window or of the row.
     const bool windowed = peel && window <= kSoftmaxMaxCols;
-    with_pieces<kSoftmaxMaxCols>(windowed ? window : call.cols, [&]<int PIECE, int PIECES>() {
+    // A window's row may start up to a vector in: its pieces lie within call.cols columns.
+    with_pieces<kSoftmaxMaxCols>(windowed ? window : call.cols, call.cols, [&]<int PIECE, int PIECES>() {
       // Windowed rows ask for the residency of whole-vector rows, unless that would spill (or as
       // Tuning::resident_threads says).
       const int resident = !windowed ? 0 : element_bytes_of<T>() < 4 ? kSoftmaxPeeledResidentHalf : kSoftmaxPeeledResidentF32;
@@ -63,7 +64,7 @@ void one_program(const RowCall& call, const Args& a) {
                          : kernel_for<&softmax_pieces_program<T, PIECE, PIECES, false>>(shape, [&] { return name("softmax_"); }, pieces_params);
         launch(call, p, Grid(call.rows), std::array{a.in, a.out, n, n, i32(call.cols - (PIECES - 1) * PIECE)});
       }
-    }, call.cols);  // a window's row may start up to a vector in: pieces within its columns
+    });
   });
 }
 
