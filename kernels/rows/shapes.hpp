@@ -35,26 +35,35 @@ decltype(auto) with_block(std::int64_t cols, F&& f) {
   }(std::make_integer_sequence<int, std::countr_zero(static_cast<unsigned>(MaxBlock)) - first + 1>{});
 }
 
-/// Calls f.template operator()<PIECE, PIECES>() for a row of `cols` (1 to MaxBlock) held in registers as
-/// PIECES tiles of PIECE columns, the fewest slots of these that hold it: one tile of B = next_pow2(cols),
-/// three quarter-tiles of B (from B = 512 on), or five or seven eighth-tiles (from B = 2048 on, pieces of
-/// 256 columns or more). Every piece but the last is whole, so at most an eighth of B (a quarter below
-/// 2048) is masked off, where one tile of B masks off up to half of it.
+/// The pieces a row of `cols` (1 to the caller's MaxBlock) is held as in registers: PIECES tiles of
+/// B / PIECES rounded up to a power of two, the fewest slots of these that hold it: one tile of B =
+/// next_pow2(cols) (1), three quarter-tiles of B (3, from B = 512 on), or five or seven eighth-tiles (5,
+/// 7, from B = 2048 on, pieces of 256 columns or more). Every piece but the last is whole, so at most an
+/// eighth of B (a quarter below 2048) is masked off, where one tile of B masks off up to half of it.
 /// `least` is the fewest columns every row holds from the tile's start: cols for a row read from its start,
 /// the row's own width for one read through its aligned window (cols = the window, which holds from cols -
 /// V + 1 to cols of the row's columns). Pieces are taken only where all but the last lie within `least`,
 /// because they are read and written unmasked; else one tile.
+constexpr int row_pieces(std::int64_t cols, std::int64_t least) {
+  const std::int64_t block = next_pow2(cols);
+  if (block >= 2048 && cols <= 5 * (block / 8) && 4 * (block / 8) <= least) return 5;
+  if (block >= 512 && cols <= 3 * (block / 4) && 2 * (block / 4) <= least) return 3;
+  if (block >= 2048 && cols <= 7 * (block / 8) && 6 * (block / 8) <= least) return 7;
+  return 1;
+}
+
+/// Calls f.template operator()<PIECE, PIECES>() for a row of `cols` (1 to MaxBlock) held in registers as
+/// row_pieces(cols, least) tiles of PIECE columns (next_pow2(cols) / 8 for 5 and 7, / 4 for 3).
 template <int MaxBlock, class F>
 void with_pieces(std::int64_t cols, std::int64_t least, F&& f) {
+  const int pieces = row_pieces(cols, least);
   with_block<MaxBlock>(cols, [&]<int BLOCK>() {
     if constexpr (BLOCK >= 2048) {
-      if (cols <= 5 * (BLOCK / 8) && 4 * (BLOCK / 8) <= least) return f.template operator()<BLOCK / 8, 5>();
+      if (pieces == 5) return f.template operator()<BLOCK / 8, 5>();
+      if (pieces == 7) return f.template operator()<BLOCK / 8, 7>();
     }
     if constexpr (BLOCK >= 512) {
-      if (cols <= 3 * (BLOCK / 4) && 2 * (BLOCK / 4) <= least) return f.template operator()<BLOCK / 4, 3>();
-    }
-    if constexpr (BLOCK >= 2048) {
-      if (cols <= 7 * (BLOCK / 8) && 6 * (BLOCK / 8) <= least) return f.template operator()<BLOCK / 8, 7>();
+      if (pieces == 3) return f.template operator()<BLOCK / 4, 3>();
     }
     f.template operator()<BLOCK, 1>();
   });

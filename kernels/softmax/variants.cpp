@@ -7,11 +7,13 @@ namespace tilefuse::kernels {
 namespace {
 
 // One program per row up to kSoftmaxMaxCols, but half rows that are not whole vectors whose window takes
-// one tile of 32768 (past seven eighths of it): they measured 0.74-0.86 x copy against the staged or
-// looped kernels' 0.86-0.92 (bench/NOTES.md), where the seven or fewer pieces of narrower windows lead.
+// one tile of kSoftmaxMaxCols (row_pieces: past seven eighths of it, or a row too narrow for the seven
+// pieces' unmasked six): they measured 0.74-0.86 x copy against the staged or looped kernels' 0.86-0.92
+// (bench/NOTES.md), where rows held as pieces lead.
 bool one_program_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions&) {
   if (cols <= kWideRowElements || element_bytes == 4 || whole_vectors(cols, element_bytes)) return cols <= kSoftmaxMaxCols;
-  return window_cols(cols, element_bytes) <= 7 * (kSoftmaxMaxCols / 8);
+  const std::int64_t window = window_cols(cols, element_bytes);
+  return window <= kSoftmaxMaxCols && row_pieces(window, cols) > 1;
 }
 
 bool staged_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions& opt) {

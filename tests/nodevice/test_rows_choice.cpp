@@ -14,6 +14,7 @@
 #include "kernels/layernorm/layernorm.hpp"
 #include "kernels/reference.hpp"
 #include "kernels/rows/rules.hpp"
+#include "kernels/rows/shapes.hpp"
 #include "kernels/rows/workspace.hpp"
 #include "tests/common/text.hpp"
 #include "kernels/softmax/softmax.hpp"
@@ -62,6 +63,17 @@ TEST(RowsChoice, WideRowsLoopWhereTheSecondPassFindsThemInTheL2) {
   // 22 (33) MB: the looped kernels read each row again from the L2.
   EXPECT_EQ(kernels::layernorm_choice(19269, 20853, 2, kGpu), RowVariant::looped);
   EXPECT_EQ(kernels::softmax_choice(11258, 31139, 2, kGpu), RowVariant::looped);
+  // The softmax's rule asks row_pieces: a window just past 24576 whose row is narrower than the seven
+  // pieces' unmasked six (24570-24575 halves) takes one tile of 32768, as past 28672; one column more
+  // holds the six and takes seven pieces.
+  for (std::int64_t cols = 24570; cols <= 24575; ++cols) {
+    EXPECT_EQ(kernels::row_pieces(kernels::window_cols(cols, 2), cols), 1) << cols;
+    EXPECT_EQ(kernels::softmax_choice(11258, cols, 2, kGpu), RowVariant::looped) << cols;
+  }
+  EXPECT_EQ(kernels::row_pieces(kernels::window_cols(24577, 2), 24577), 7);
+  EXPECT_EQ(kernels::softmax_choice(11258, 24577, 2, kGpu), RowVariant::one_program);
+  EXPECT_EQ(kernels::softmax_choice(11258, 28665, 2, kGpu), RowVariant::one_program);  // a window of 28672
+  EXPECT_EQ(kernels::softmax_choice(11258, 28666, 2, kGpu), RowVariant::looped);
   // 528 rows of 72 KB in flight (38 MB): the looped kernels read each row again from the L2.
   EXPECT_EQ(kernels::softmax_choice(9000, 36000, 2, kGpu), RowVariant::looped);
   EXPECT_EQ(kernels::layernorm_choice(9000, 36000, 2, kGpu), RowVariant::looped);
