@@ -150,12 +150,14 @@ TEST(Tune, LayerNormSpaceAsksRowsSharingWAndBOnlyWhereTheyRun) {
   // Every candidate runs what it asks.
   for (const auto& [rows, cols, bytes] : {std::tuple{242, 588615, 2}, std::tuple{125, 737080, 2}, std::tuple{5, 855125, 4}, std::tuple{38, 131649, 4}}) {
     const kernels::SplitPlan plan = kernels::split_plan(h100, rows, cols, bytes, kernels::layernorm_launch::kLoopBlock, kernels::kNormMaxSplits);
-    for (const auto& c : kernels::layernorm_space(rows, cols, bytes, gpu))
-      if (c.variant == RowVariant::split && c.tuning.split_combine_rows)
+    for (const auto& c : kernels::layernorm_space(rows, cols, bytes, gpu)) {
+      if (c.variant == RowVariant::split && c.tuning.split_combine_rows) {
         EXPECT_EQ(kernels::split_combine_rows(c.tuning, plan.group, rows - (rows - 1) / plan.group * plan.group,
                                               kernels::whole_vectors(cols, bytes) ? 1 : 16 / bytes),
                   *c.tuning.split_combine_rows)
             << rows << "x" << cols;
+      }
+    }
   }
 }
 
