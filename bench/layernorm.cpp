@@ -74,7 +74,7 @@ void register_layernorm() {
                                     {V::split, 4096, 12288, "bf16", 3}, {V::looped, 256, 131072, "bf16"},   {V::split, 256, 131072, "bf16", 8},
                                     {V::cluster, 4096, 12288, "bf16", 3}, {V::cluster, 256, 131072, "bf16", 8}, {V::staged, 4096, 12288, "bf16"},
                                     {V::staged, 8192, 8192, "bf16"},   {V::staged, 4096, 4096, "f32"},      {V::staged, 4096, 32768, "bf16"},
-                                    {V::looped, 4096, 32768, "bf16"}};
+                                    {V::looped, 4096, 32768, "bf16"},  {one, 4096, 32768, "bf16"}};
   std::vector<VariantCase> rms = {{one, 32768, 4096, "bf16"}};
   if (run().smoke) {
     cases = {{one, 256, 1000, "f32"},      {V::looped, 8, 20000, "f32"},     {V::split, 8, 20000, "f32", 3},

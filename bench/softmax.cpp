@@ -99,7 +99,7 @@ void register_softmax() {
                             {V::cluster, 2048, 131072, "bf16"},    {V::cluster, 2048, 131072, "f32"},     {V::cluster, 4096, 32768, "f32"},
                             {V::staged, 2048, 131072, "bf16"},     {V::staged, 4096, 32768, "f32"},       {V::staged, 1024, 262144, "f32"},
                             {V::staged, 2048, 131072, "f32"},      {V::looped, 2048, 131072, "f32"},      {V::staged, 1024, 262144, "bf16"},
-                            {V::looped, 1024, 262144, "bf16"}};
+                            {V::looped, 1024, 262144, "bf16"},     {V::one_program, 4096, 32768, "f32"}};
   if (run().smoke)
     wide = {{V::looped, 16, 40000, "f32"}, {V::split, 4, 40000, "f32", 3}, {V::cluster, 4, 40000, "f32"}, {V::staged, 4, 40000, "f32"}};
   for (const VariantCase& k : wide) {
