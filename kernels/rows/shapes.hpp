@@ -35,11 +35,11 @@ decltype(auto) with_block(std::int64_t cols, F&& f) {
   }(std::make_integer_sequence<int, std::countr_zero(static_cast<unsigned>(MaxBlock)) - first + 1>{});
 }
 
-/// The pieces a row of `cols` (1 to the caller's MaxBlock) is held as in registers: PIECES tiles of
-/// B / PIECES rounded up to a power of two, the fewest slots of these that hold it: one tile of B =
-/// next_pow2(cols) (1), three quarter-tiles of B (3, from B = 512 on), or five or seven eighth-tiles (5,
-/// 7, from B = 2048 on, pieces of 256 columns or more). Every piece but the last is whole, so at most an
-/// eighth of B (a quarter below 2048) is masked off, where one tile of B masks off up to half of it.
+/// How many tiles a row of `cols` (1 to the caller's MaxBlock) is held as in registers (with_pieces), the
+/// fewest slots that hold it: 1, one tile of B = next_pow2(cols); 3, quarter-tiles of B (from B = 512
+/// on); 5 or 7, eighth-tiles of B (from B = 2048 on, pieces of 256 columns or more). Every piece but the
+/// last is whole, so at most an eighth of B (a quarter below 2048) is masked off, where one tile of B
+/// masks off up to half of it.
 /// `least` is the fewest columns every row holds from the tile's start: cols for a row read from its start,
 /// the row's own width for one read through its aligned window (cols = the window, which holds from cols -
 /// V + 1 to cols of the row's columns). Pieces are taken only where all but the last lie within `least`,
