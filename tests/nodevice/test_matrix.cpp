@@ -44,7 +44,9 @@ TEST(Matrix, TwoDimensionalOpsInTheInterpreter) {
   for (int j = 0; j < 16; ++j) {
     double s = 0;
     for (int i = 0; i < M; ++i) s += j < N ? 2.0 * double(float(a[i * 16 + j])) + i : 0.0;
-    if (j < N) EXPECT_NEAR(colsum[j], s, 1e-4 * (1 + std::abs(s)));
+    if (j < N) {
+      EXPECT_NEAR(colsum[j], s, 1e-4 * (1 + std::abs(s)));
+    }
     for (int i = 0; i < 32; ++i) EXPECT_EQ(t[j * 32 + i], in(i, j) ? float(b[i * 16 + j]) : 0.0f);
   }
 }
@@ -150,7 +152,9 @@ void expect_compiles(const char* name, int warps, bool wgmma, int spill = 0, int
   EXPECT_GT(info.registers, 0);
   EXPECT_EQ(info.source.find("wgmma.mma_async") != std::string::npos, wgmma) << name;
   EXPECT_EQ(info.options.find("sm_90a") != std::string::npos, wgmma) << name << ": " << info.options;
-  if (!wgmma) EXPECT_NE(info.source.find("mma.sync"), std::string::npos) << name;
+  if (!wgmma) {
+    EXPECT_NE(info.source.find("mma.sync"), std::string::npos) << name;
+  }
 }
 
 TEST(Matrix, KernelsCompileForSm90) {
