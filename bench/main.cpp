@@ -8,7 +8,7 @@
 // --benchmark_filter=sweep) and prints their x-copy distribution at the end.
 // Tuning flags set kernels::Tuning for every launch (unset: each kernel's rule; bench/sweep_rows.sh sweeps
 // them): --row-elements N, --resident-threads N, --staged-warps N, --stage-bytes N, --carveout P,
-// --looped-programs-per-sm K, --looped-cluster K, --looped-groups K, --split-programs-per-sm K, --split-combine-rows K,
+// --looped-programs-per-sm K, --looped-cluster K, --staged-cluster K, --looped-groups K, --split-programs-per-sm K, --split-combine-rows K,
 // --split-group-bytes N, and the 0|1 switches --help lists.
 #include <chrono>
 #include <cstdio>
@@ -77,6 +77,7 @@ bool tuning_flag(const std::string& flag, const char* value, kernels::Tuning& t)
               {"--carveout", &t.shared_carveout},
               {"--looped-programs-per-sm", &t.looped_programs_per_sm},
               {"--looped-cluster", &t.looped_cluster},
+              {"--staged-cluster", &t.staged_cluster},
               {"--looped-groups", &t.looped_groups},
               {"--split-programs-per-sm", &t.split_programs_per_sm},
               {"--split-combine-rows", &t.split_combine_rows}};
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
                     "  variant does not take are skipped\n"
                     "tuning flags (kernels::Tuning; unset: each kernel's rule): --row-elements N, --resident-threads N,\n"
                     "  --staged-warps N, --stage-bytes N, --carveout P, --looped-programs-per-sm K,\n"
-                    "  --looped-cluster K, --looped-groups K, --split-programs-per-sm K, --split-combine-rows K, --split-group-bytes N, --peel 0|1, --pack-rows 0|1, --stage-rows 0|1, --stage-stores 0|1,\n"
+                    "  --looped-cluster K, --staged-cluster K, --looped-groups K, --split-programs-per-sm K, --split-combine-rows K, --split-group-bytes N, --peel 0|1, --pack-rows 0|1, --stage-rows 0|1, --stage-stores 0|1,\n"
                     "  --constant-cols 0|1, --stride-rows 0|1, --rows-ahead 0|1, --stride-stages 0|1, --overlap-launches 0|1, --shift-affine 0|1,\n"
                     "  --keep-rows-in-l2 0|1\n\n");
         rest.push_back(argv[i]);

@@ -8,7 +8,7 @@
 //                     attention_naive|matmul]
 //           [--variant automatic|one_program|looped|split|cluster|staged|resident] [--splits N]
 //           [--peel 0|1] [--pack-rows 0|1] [--stage-rows 0|1] [--stage-stores 0|1] [--stride-rows 0|1] [--rows-ahead 0|1] [--stride-stages 0|1] [--shift-affine 0|1] [--keep-rows-in-l2 0|1]
-//           [--constant-cols 0|1] [--row-elements E] [--resident-threads T] [--looped-cluster K] [--looped-groups K] [--split-combine-rows K]   (row kernels' knobs)
+//           [--constant-cols 0|1] [--row-elements E] [--resident-threads T] [--looped-cluster K] [--staged-cluster K] [--looped-groups K] [--split-combine-rows K]   (row kernels' knobs)
 //           [--dtype f32|f16|bf16] [--rows R] [--cols N]              (row kernels: R rows of N elements)
 //           [--batch B] [--heads H] [--seq S] [--head-dim D] [--causal 0|1]            (attention)
 //           [--m M] [--n N] [--k K] [--gelu 0|1]                                        (matmul)
@@ -87,6 +87,7 @@ void call(const std::map<std::string, std::string>& f) {
   if (f.count("--row-elements")) opt.tuning.row_elements = static_cast<int>(num("--row-elements", 0));
   if (f.count("--resident-threads")) opt.tuning.resident_threads = static_cast<int>(num("--resident-threads", 0));
   if (f.count("--looped-cluster")) opt.tuning.looped_cluster = static_cast<int>(num("--looped-cluster", 1));
+  if (f.count("--staged-cluster")) opt.tuning.staged_cluster = static_cast<int>(num("--staged-cluster", 1));
   if (f.count("--looped-groups")) opt.tuning.looped_groups = static_cast<int>(num("--looped-groups", 0));
   if (f.count("--split-combine-rows")) opt.tuning.split_combine_rows = static_cast<int>(num("--split-combine-rows", 1));
   FakeMemory mem;
@@ -141,7 +142,7 @@ int main(int argc, char** argv) {
                                   "--head-dim", "--causal", "--m", "--n", "--k", "--gelu", "--index", "--arch", "--sms", "--only", "--cubin",
                                   "--peel", "--pack-rows", "--stage-rows", "--stage-stores", "--stride-rows", "--rows-ahead", "--stride-stages", "--shift-affine",
                                   "--keep-rows-in-l2",
-                                  "--constant-cols", "--row-elements", "--resident-threads", "--looped-cluster", "--looped-groups", "--split-combine-rows"};
+                                  "--constant-cols", "--row-elements", "--resident-threads", "--looped-cluster", "--staged-cluster", "--looped-groups", "--split-combine-rows"};
     for (const auto& [k, v] : flags)
       if (std::find(std::begin(known), std::end(known), k) == std::end(known)) throw std::invalid_argument("inspect: unknown flag " + k);
     const std::string arch = flags.count("--arch") ? flags["--arch"] : "";

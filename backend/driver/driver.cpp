@@ -341,6 +341,11 @@ int resident_clusters(void* function, int cluster, Dim3 block, unsigned shared_b
   return clusters;
 }
 
+void allow_non_portable_clusters(void* function, const char* kernel) {
+  check(api().func_set_attribute(static_cast<CUfunction>(function), CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+        "cuFuncSetAttribute", kernel);
+}
+
 void reserve_dynamic_shared(void* function, int bytes, int carveout, const char* kernel) {
   const auto f = static_cast<CUfunction>(function);
   check(api().func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes), "cuFuncSetAttribute", kernel);

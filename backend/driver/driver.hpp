@@ -110,6 +110,9 @@ int resident_clusters(void* function, int cluster, Dim3 block, unsigned shared_b
 /// for `carveout` percent of the SM's L1/shared array as shared memory (-1: the driver's choice). Errors
 /// name `kernel`.
 void reserve_dynamic_shared(void* function, int bytes, int carveout, const char* kernel);
+/// Lets `function`, which compiles in a cluster of more than 8 blocks, launch and be asked about such
+/// clusters (CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED). Errors name `kernel`.
+void allow_non_portable_clusters(void* function, const char* kernel);
 /// The 16-bit element types a tensor map reads.
 enum class TensorElement : std::uint8_t { f16, bf16 };
 /// Writes into `map` (128 bytes, 64-byte aligned: a CUtensorMap) the tensor map of a row-major matrix of

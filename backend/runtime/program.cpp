@@ -117,8 +117,8 @@ Program::Program(ir::Function traced, KernelOptions options) : options_(std::mov
   if (options_.num_stages < 1 || options_.num_stages > 4)
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': num_stages must be from 1 to 4, got " +
                                 std::to_string(options_.num_stages));
-  if (options_.cluster_size < 1 || options_.cluster_size > 8)
-    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': cluster_size must be from 1 to 8, got " +
+  if (options_.cluster_size < 1 || options_.cluster_size > kMaxClusterSize)
+    throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': cluster_size must be from 1 to " + std::to_string(kMaxClusterSize) + ", got " +
                                 std::to_string(options_.cluster_size));
   if (options_.resident_groups && options_.cluster_size > 1)
     throw std::invalid_argument("tilefuse: kernel '" + fn_.name + "': resident_groups and a cluster_size of " +
@@ -614,6 +614,8 @@ Program::GpuEntry& Program::gpu_entry(const Specialization& spec, std::span<cons
       e->function = e->module->function(symbol);
       e->sites = generated.access_sites;
       e->tensor_maps = generated.tensor_maps;
+      // Before any launch or occupancy query of the function: clusters past the portable size need it.
+      if (options_.cluster_size > kMaxPortableClusterSize) driver::allow_non_portable_clusters(e->function, fn_.name.c_str());
       if (shared > 0) {
         driver::reserve_dynamic_shared(e->function, static_cast<int>(shared), options_.shared_carveout, fn_.name.c_str());
         e->shared_bytes = static_cast<unsigned>(shared);

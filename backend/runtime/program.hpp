@@ -26,6 +26,11 @@ struct Compiled;
 
 namespace tilefuse {
 
+/// The largest thread-block cluster a kernel may ask for (sm_90's non-portable limit) and the largest every
+/// sm_90 part holds (the portable one).
+inline constexpr int kMaxClusterSize = 16;
+inline constexpr int kMaxPortableClusterSize = 8;
+
 /// Options fixed for a kernel when it is declared.
 struct KernelOptions {
   int num_warps = 4;                     ///< threads per program = 32 * num_warps (1 to 32, a power of two)
@@ -34,7 +39,9 @@ struct KernelOptions {
   /// caps registers per thread so that memory-bound kernels keep enough rows in flight; 0 leaves it to ptxas.
   int min_programs_per_sm = 0;
   /// Programs along axis 0 that run together as one thread-block cluster and share tl::cluster_max and
-  /// tl::cluster_sum (1 to 8; 1: no clusters). The grid's axis 0 must be a multiple of it.
+  /// tl::cluster_sum (1 to kMaxClusterSize; 1: no clusters). The grid's axis 0 must be a multiple of it.
+  /// Past kMaxPortableClusterSize the kernel is allowed Hopper's non-portable cluster sizes when it loads
+  /// (a GPU or MIG slice that cannot hold such a cluster refuses the launch with the driver's error).
   int cluster_size = 1;
   /// tl::cluster_max and tl::cluster_sum combine over groups of co-resident programs through global
   /// memory instead of over a thread-block cluster: LaunchConfig::group consecutive programs along axis

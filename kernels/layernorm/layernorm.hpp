@@ -141,8 +141,9 @@ void layernorm_cluster(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, 
 
 /// LayerNorm of rows up to kNormStagedMaxCols columns, each read once and exactly two-pass: the row is
 /// staged through shared memory, by one program or, past one stage (kNormStageBytes or
-/// Tuning::stage_bytes), by a thread-block cluster of `splits` programs (sm_90; 0: the fewest, at most 8)
-/// that combine their sums through distributed shared memory.
+/// Tuning::stage_bytes), by a thread-block cluster of `splits` programs (sm_90; 0: Tuning::staged_cluster,
+/// else the fewest, at most 8; 9 to 16, Hopper's non-portable clusters, take rows up to 16 x
+/// kClusterStageMaxCols columns) that combine their sums through distributed shared memory.
 template <class Buf, class F32Buf>
 void layernorm_staged(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
                       float eps = 1e-5f, const RowOptions& opt = {}, std::int64_t splits = 0) {

@@ -153,8 +153,13 @@ std::int64_t looped_cluster_programs(const RowCall& call, const LoopedCluster& p
 StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_bytes, std::int64_t stage_bytes, bool peel,
                        const char* alternative) {
   const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, call.opt.tuning.stage_bytes.value_or(stage_bytes) / element_bytes);
+  // Tuning::staged_cluster asks for k programs a row where the caller's splits leave it to the plan;
+  // clusters past 8 (non-portable) take wider stages.
+  if (splits == 0 && call.opt.tuning.staged_cluster) splits = *call.opt.tuning.staged_cluster;
+  const bool wide = splits > kMaxPortableClusterSize;
   const auto split = cluster_split(call.entry, alternative, call.rows, call.cols,
-                                   splits == 0 ? std::min<std::int64_t>(8, (call.cols + piece - 1) / piece) : splits, kStageMaxCols);
+                                   splits == 0 ? std::min<std::int64_t>(8, (call.cols + piece - 1) / piece) : splits,
+                                   wide ? kClusterStageMaxCols : kStageMaxCols, wide ? kMaxClusterSize : kMaxPortableClusterSize);
   if (split.splits > 1) {
     const Target target = call.target();
     if (!target.clusters)
@@ -164,7 +169,7 @@ StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_byt
   }
   // A window starts up to a vector less one element before the chunk: the stage needs room for that.
   const std::int64_t window = window_cols(split.chunk, element_bytes);
-  const bool windowed = peel && window <= kStageMaxCols;
+  const bool windowed = peel && window <= (wide ? kClusterStageMaxCols : kStageMaxCols);
   return {split, windowed, windowed ? window : split.chunk};
 }
 

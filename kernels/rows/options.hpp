@@ -30,6 +30,12 @@ struct Tuning {
   /// The most shared memory one program of softmax_staged takes, which sets how many programs split a row
   /// (8192 to 131072 bytes); the rule is 32768.
   std::optional<std::int64_t> stage_bytes;
+  /// Programs a row of the staged kernels (1 to 16; more than 1 is a thread-block cluster and needs
+  /// sm_90; past 8, Hopper's non-portable cluster sizes, each program's stage up to kClusterStageMaxCols
+  /// columns): each program stages its 1/k of the row. The rule is the fewest programs, at most 8, whose
+  /// stages hold the row within stage_bytes. Clusters of 9 to 16 are not taken by any rule yet (measured
+  /// first: bench/NOTES.md).
+  std::optional<int> staged_cluster;
   /// Percent of the SM's L1/shared array asked for as shared memory by staged kernels (-1: the driver's
   /// choice; 0 to 100); the rule is 100.
   std::optional<int> shared_carveout;

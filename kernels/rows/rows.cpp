@@ -81,6 +81,8 @@ void validate(const Tuning& t) {
   check_range(t.shared_carveout, -1, 100, false, "shared_carveout", "from -1 to 100");
   check_range(t.looped_programs_per_sm, 1, 64, false, "looped_programs_per_sm", "from 1 to 64");
   check_range(t.looped_cluster, 1, 8, false, "looped_cluster", "from 1 to 8");
+  static_assert(kMaxClusterSize == 16, "staged_cluster's message names the bound");
+  check_range(t.staged_cluster, 1, kMaxClusterSize, false, "staged_cluster", "from 1 to 16");
   static_assert(kMaxLoopedGroup == 4096, "looped_groups' message names the bound");
   check_range(t.looped_groups, 0, kMaxLoopedGroup, false, "looped_groups", "from 0 to 4096");
   check_range(t.split_programs_per_sm, 1, 64, false, "split_programs_per_sm", "from 1 to 64");
@@ -145,15 +147,17 @@ KernelShape staged_shape(const Tuning& tuning, std::int64_t stage_bytes, int war
 }
 
 ClusterSplit cluster_split(const char* kernel, const char* alternative, std::int64_t rows, std::int64_t cols,
-                           std::int64_t splits, std::int64_t max_piece) {
-  if (cols > 8 * max_piece)
+                           std::int64_t splits, std::int64_t max_piece, std::int64_t max_splits) {
+  if (cols > max_splits * max_piece)
     throw std::invalid_argument(std::string("tilefuse ") + kernel + ": cols = " + std::to_string(cols) +
-                                " exceeds the cluster limit of " + std::to_string(8 * max_piece) + " elements (8 programs of " +
-                                std::to_string(max_piece) + "; " + alternative + " takes rows of any width)");
+                                " exceeds the cluster limit of " + std::to_string(max_splits * max_piece) + " elements (" +
+                                std::to_string(max_splits) + " programs of " + std::to_string(max_piece) + "; " + alternative +
+                                " takes rows of any width)");
   if (splits == 0) splits = (cols + max_piece - 1) / max_piece;
   const std::int64_t chunk = splits > 0 ? ((cols + splits - 1) / splits + 7) / 8 * 8 : 0;
-  if (splits < 1 || splits > 8 || chunk > max_piece)
-    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": argument splits: expected 0 (automatic) or 1 to 8 with at most " +
+  if (splits < 1 || splits > max_splits || chunk > max_piece)
+    throw std::invalid_argument(std::string("tilefuse ") + kernel + ": argument splits: expected 0 (automatic) or 1 to " +
+                                std::to_string(max_splits) + " with at most " +
                                 std::to_string(max_piece) + " columns each, got " + std::to_string(splits) + " for " +
                                 std::to_string(cols) + " columns");
   if (rows * splits > 2147483647)

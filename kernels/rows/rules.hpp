@@ -94,10 +94,11 @@ struct ClusterSplit {
 };
 
 /// Checks a cluster kernel's shape and splits each row: `splits` programs (0: the fewest that hold a
-/// row, at most `max_piece` columns each; else 1 to 8) of chunk columns, a multiple of 8 so that every
-/// piece starts 16-byte aligned. Errors name the kernel and, for too wide rows, `alternative`.
+/// row, at most `max_piece` columns each; else 1 to `max_splits`, 8 unless a caller allows Hopper's
+/// non-portable clusters of up to 16) of chunk columns, a multiple of 8 so that every piece starts 16-byte
+/// aligned. Errors name the kernel and, for too wide rows, `alternative`.
 ClusterSplit cluster_split(const char* kernel, const char* alternative, std::int64_t rows, std::int64_t cols,
-                           std::int64_t splits, std::int64_t max_piece);
+                           std::int64_t splits, std::int64_t max_piece, std::int64_t max_splits = kMaxPortableClusterSize);
 
 /// Checks the `splits` of a split-row kernel (1 to max_splits) and returns each program's chunk: whole
 /// pieces of `block` columns, so every piece but a row's last is full and aligned.

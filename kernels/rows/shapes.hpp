@@ -75,16 +75,21 @@ inline constexpr int kStagePiece = 2048;
 inline constexpr std::int64_t kStageGranule = 4096;
 /// Widest row piece a staged program holds in shared memory.
 inline constexpr std::int64_t kStageMaxCols = 32768;
+/// Widest piece a program of a staged cluster of more than 8 programs holds (Tuning::staged_cluster): a
+/// 16th of rows past 8 x kStageMaxCols (588615 columns: 36789) needs more than kStageMaxCols; 40960 halves
+/// (80 KB) still leave an SM two programs.
+inline constexpr std::int64_t kClusterStageMaxCols = 40960;
 
 /// Calls f.template operator()<STAGE>() with STAGE = cols rounded up to a multiple of kStageGranule, for
-/// cols from 1 to kStageMaxCols: the stage fits the row with less than one granule to spare, so that a
-/// 12288-column row takes 24 KB of shared memory in bf16 rather than the 32 KB of a power of two.
-template <class F>
+/// cols from 1 to Max: the stage fits the row with less than one granule to spare, so that a 12288-column
+/// row takes 24 KB of shared memory in bf16 rather than the 32 KB of a power of two.
+template <std::int64_t Max = kStageMaxCols, class F>
 void with_stage(std::int64_t cols, F&& f) {
+  static_assert(Max % kStageGranule == 0, "with_stage: Max must be a whole number of granules");
   [&]<int... K>(std::integer_sequence<int, K...>) {
     const std::int64_t granules = (cols + kStageGranule - 1) / kStageGranule;
     (void)((granules == K + 1 ? (f.template operator()<static_cast<int>((K + 1) * kStageGranule)>(), true) : false) || ...);
-  }(std::make_integer_sequence<int, static_cast<int>(kStageMaxCols / kStageGranule)>{});
+  }(std::make_integer_sequence<int, static_cast<int>(Max / kStageGranule)>{});
 }
 
 }  // namespace tilefuse::kernels

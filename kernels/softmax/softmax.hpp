@@ -110,8 +110,9 @@ void softmax_cluster(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, co
 }
 
 /// Rows up to 262144 columns, each read once and staged through shared memory: a row is split over
-/// `splits` programs (0: the fewest whose piece fits Tuning::stage_bytes, 32 KB by default; above 1 a
-/// thread-block cluster, sm_90).
+/// `splits` programs (0: Tuning::staged_cluster, else the fewest whose piece fits Tuning::stage_bytes, 32
+/// KB by default; above 1 a thread-block cluster, sm_90; 9 to 16, Hopper's non-portable clusters, take
+/// rows up to 16 x kClusterStageMaxCols = 655360 columns).
 template <class Buf>
 void softmax_staged(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}, std::int64_t splits = 0) {
   static_assert(holds_floats<Buf>, "tilefuse softmax_staged: elements must be float, half or bfloat16.");

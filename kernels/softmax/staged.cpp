@@ -41,7 +41,8 @@ void staged(const RowCall& call, const Args& a) {
   const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
   const bool strided = call.opt.tuning.stride_stages.value_or(false);
   with_float_dtype(a.in.dtype, [&]<class T>() {
-    with_stage(plan.stage_cols, [&]<int STAGE>() {
+    // Clusters past 8 programs (Tuning::staged_cluster) take stages of up to kClusterStageMaxCols.
+    with_stage<kClusterStageMaxCols>(plan.stage_cols, [&]<int STAGE>() {
       // Strided programs hold two stages each: as many programs an SM as those leave room for.
       const std::int64_t program_bytes = (strided ? 2 : 1) * STAGE * element_bytes_of<T>();
       KernelShape shape = staged_shape(call.opt.tuning, program_bytes, staged_warps_rule(plan.peel));

@@ -64,6 +64,8 @@ const std::vector<Knob>& knobs() {
        [](Tuning& t, std::int64_t v) { t.looped_programs_per_sm = static_cast<int>(v); }},
       {"looped_cluster", [](const Tuning& t) { return t.looped_cluster ? std::optional<std::int64_t>(*t.looped_cluster) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.looped_cluster = static_cast<int>(v); }},
+      {"staged_cluster", [](const Tuning& t) { return t.staged_cluster ? std::optional<std::int64_t>(*t.staged_cluster) : std::nullopt; },
+       [](Tuning& t, std::int64_t v) { t.staged_cluster = static_cast<int>(v); }},
       {"looped_groups", [](const Tuning& t) { return t.looped_groups ? std::optional<std::int64_t>(*t.looped_groups) : std::nullopt; },
        [](Tuning& t, std::int64_t v) { t.looped_groups = static_cast<int>(v); }},
       {"split_programs_per_sm",

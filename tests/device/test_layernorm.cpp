@@ -260,6 +260,20 @@ TEST_F(Gpu, StagedLayerNormReadsOnce) {
   check_layernorm<float>(8, 12288, 1e4f, RowVariant::staged);
 }
 
+// Clusters of 9 and 16 programs a row (Tuning::staged_cluster: Hopper's non-portable cluster sizes, stages
+// up to 40960 columns): the sweep's widest half rows, rows through windows (w and b from shifted copies
+// where there are enough rows), a large mean, f32 stages of 144 KB.
+TEST_F(Gpu, LayerNormStagedClustersOfSixteen) {
+  kernels::Tuning t;
+  t.staged_cluster = 16;
+  check_layernorm<half>(5, 588615, 0.f, RowVariant::staged, 1, 1.f, t);
+  check_layernorm<bfloat16>(300, 100003, 0.f, RowVariant::staged, 1, 1.f, t);
+  check_layernorm<float>(5, 20001, 1e3f, RowVariant::staged, 1, 1.f, t);
+  t.staged_cluster = 9;
+  check_layernorm<float>(7, 300001, 0.f, RowVariant::staged, 1, 1.f, t);
+  check_layernorm<bfloat16>(3, 131072, 3.f, RowVariant::staged, 1, 1.f, t);
+}
+
 // Rows over resident groups, read once and two-pass: one cooperative launch per wave of rows; with
 // Tuning::stride_stages, one launch whose groups stride over the rows through two stages in turn.
 TEST_F(Gpu, ResidentLayerNormReadsOnce) {

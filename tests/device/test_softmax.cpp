@@ -204,6 +204,20 @@ TEST_F(Gpu, StagedSoftmaxReadsOnce) {
   check_variant<float>(3, 262144, RowVariant::staged);
 }
 
+// Clusters of 9 and 16 programs a row (Tuning::staged_cluster: Hopper's non-portable cluster sizes, stages
+// up to 40960 columns): the sweep's widest half rows (588615: 72 KB stages), rows through windows, f32
+// stages of 144 KB (one program an SM), small chunks.
+TEST_F(Gpu, StagedClustersOfSixteenSoftmax) {
+  kernels::Tuning t;
+  t.staged_cluster = 16;
+  check_variant<half>(5, 588615, RowVariant::staged, t);
+  check_variant<bfloat16>(41, 100003, RowVariant::staged, t);
+  check_variant<float>(5, 20001, RowVariant::staged, t);
+  t.staged_cluster = 9;
+  check_variant<float>(7, 300001, RowVariant::staged, t);
+  check_variant<half>(3, 131072, RowVariant::staged, t);
+}
+
 // Programs (clusters) striding over rows through two stages in turn (Tuning::stride_stages): more rows
 // than the GPU holds programs, odd and even counts per program, rows through windows, clusters of 2 to 8.
 TEST_F(Gpu, StridedStagedSoftmaxReadsOnce) {

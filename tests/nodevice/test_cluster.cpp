@@ -74,7 +74,26 @@ TEST(Cluster, ReductionsCombineTheClustersPrograms) {
     EXPECT_NE(std::string(e.what()).find("kernel 'cluster_total': grid x = 6 is not a multiple of its cluster size 4"),
               std::string::npos) << e.what();
   }
-  EXPECT_THROW((Kernel<&cluster_total_program>("cluster_total", KernelOptions{1, {"in", "out"}, 0, 9})), std::invalid_argument);
+  // Clusters of up to 16 programs (Hopper's non-portable sizes) combine the same way; 17 is refused,
+  // naming the kernel and the limit.
+  Kernel<&cluster_total_program> sixteen("cluster_total16", KernelOptions{1, {"in", "out"}, 0, 16});
+  std::vector<float> in32(32 * 32), out32(64, std::nanf(""));
+  for (std::size_t i = 0; i < in32.size(); ++i) in32[i] = static_cast<float>(i % 32 + (i / 32) * 100);
+  sixteen.launch({{32}, Backend::interpreter}, in32, out32);
+  for (int pid = 0; pid < 32; ++pid) {
+    const int first = pid / 16 * 16;
+    double sum = 0;
+    for (int p = first; p < first + 16; ++p) sum += 32 * 100.0 * p + 496;
+    EXPECT_EQ(out32[2 * pid], static_cast<float>(sum)) << "program " << pid;
+    EXPECT_EQ(out32[2 * pid + 1], static_cast<float>(31 + 100 * (first + 15))) << "program " << pid;
+  }
+  try {
+    Kernel<&cluster_total_program> k17("cluster_total17", KernelOptions{1, {"in", "out"}, 0, 17});
+    k17.launch({{17}, Backend::interpreter}, in32, out32);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 'cluster_total17': cluster_size must be from 1 to 16, got 17"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Cluster, GeneratedCodeUsesClusterBarriersAndDistributedSharedMemory) {

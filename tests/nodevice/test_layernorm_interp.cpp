@@ -353,6 +353,16 @@ TEST(LayerNormInterp, StagedMatchesFloat64) {
     check_layernorm<bfloat16>(2, cols, 0.f, 1.f, RowVariant::staged);
   }
   check_layernorm<bfloat16>(1, kernels::kStageMaxCols, 0.f, 1.f, RowVariant::staged);
+  // Clusters of 9 and 16 programs a row (Tuning::staged_cluster: Hopper's non-portable sizes), rows
+  // through windows and whole vectors, and a large mean (two-pass over the cluster).
+  kernels::Tuning t;
+  for (int k : {9, 16}) {
+    t.staged_cluster = k;
+    check_layernorm<float>(3, 20001, 0.f, 1.f, RowVariant::staged, 1, t);
+    check_layernorm<half>(2, 40000, 0.f, 1.f, RowVariant::staged, 1, t);
+    check_layernorm<bfloat16>(2, 33333, 0.f, 1.f, RowVariant::staged, 1, t);
+    check_layernorm<float>(2, 16383, 1e4f, 1.f, RowVariant::staged, 1, t);
+  }
 }
 
 // The resident LayerNorm: rows over groups of 32 KB stages, in the interpreter's waves of two rows.

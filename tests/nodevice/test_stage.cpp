@@ -143,6 +143,49 @@ TEST(Stage, StagedSoftmaxMatchesFloat64) {
   test::check_softmax_interpreter<float>(2, 5000, kernels::RowVariant::staged, 3);  // explicit splits, the last program's piece ragged
 }
 
+TEST(Stage, StagedClustersOfSixteen) {
+  // Tuning::staged_cluster past 8 programs a row: Hopper's non-portable clusters, in the interpreter
+  // against float64 (whole-vector rows and rows through windows), and explicit splits of 12.
+  kernels::Tuning t;
+  for (int k : {9, 16}) {
+    t.staged_cluster = k;
+    test::check_softmax_interpreter<float>(2, 20001, kernels::RowVariant::staged, 0, t);
+    test::check_softmax_interpreter<bfloat16>(3, 30000, kernels::RowVariant::staged, 0, t);
+    test::check_softmax_interpreter<half>(2, 33333, kernels::RowVariant::staged, 0, t);
+  }
+  test::check_softmax_interpreter<half>(2, 50000, kernels::RowVariant::staged, 12);
+  // As the GPU would launch the widest rows it is for (242 x 588615 f16: a 16th of a row is 36789 columns,
+  // past the 32768 of the clusters of 8): 16 programs a row, stages of 36864 halves (72 KB, three
+  // programs an SM), the non-portable cluster compiled in, no spills in either family.
+  t.staged_cluster = 16;
+  std::uint64_t next = std::uint64_t{1} << 40;
+  auto mem = [&](ir::DType d, std::int64_t count) {
+    const Arg a = Arg::device_memory_of(d, next, static_cast<std::size_t>(count));
+    next += (static_cast<std::uint64_t>(count) * ir::dtype_bytes(d) + 255) / 256 * 256 + 256;
+    return a;
+  };
+  kernels::RowOptions gpu{Backend::gpu};
+  gpu.tuning = t;
+  const std::int64_t rows = 242, cols = 588615;
+  for (bool layernorm : {false, true}) {
+    SCOPED_TRACE(layernorm ? "layernorm" : "softmax");
+    InspectLaunches capture;
+    const ir::DType h = ir::DType::f16;
+    if (layernorm)
+      kernels::detail::layernorm(kernels::RowVariant::staged,
+                                 {mem(h, rows * cols), mem(h, cols), mem(h, cols), mem(h, rows * cols), mem(ir::DType::f32, rows),
+                                  mem(ir::DType::f32, rows), rows, cols},
+                                 gpu);
+    else
+      kernels::detail::softmax(kernels::RowVariant::staged, {mem(h, rows * cols), mem(h, rows * cols), rows, cols}, gpu);
+    const Inspection& i = capture.launches().back();  // (LayerNorm's shifted copies of w and b launch first)
+    EXPECT_EQ(i.grid.x, rows * 16) << i.kernel;
+    EXPECT_EQ(i.shared_bytes, 36864 * 2) << i.kernel;
+    EXPECT_NE(i.cuda.find("__cluster_dims__(16, 1, 1)"), std::string::npos) << i.kernel;
+    EXPECT_EQ(i.compiled.spill_bytes, 0) << i.compiled.ptxas_log;
+  }
+}
+
 TEST(Stage, StridedStagedSoftmaxMatchesFloat64) {
   // Programs (clusters) striding over rows through two stages in turn (Tuning::stride_stages): the
   // interpreter runs two programs or clusters, so odd and even row counts end on either stage, and a
@@ -187,13 +230,31 @@ TEST(Stage, StagedKernelsRefuseRowsTheyCannotHold) {
               std::string::npos)
         << e.what();
   }
-  try {  // a cluster of 9
-    kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 40000, 1e-5f, {Backend::interpreter}, 9);
+  try {  // a cluster of 17
+    kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 40000, 1e-5f, {Backend::interpreter}, 17);
     ADD_FAILURE() << "no error";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("layernorm_staged: argument splits: expected 0 (automatic) or 1 to 8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("layernorm_staged: argument splits: expected 0 (automatic) or 1 to 16"), std::string::npos) << e.what();
   }
   EXPECT_THROW(kernels::softmax_staged(wide, wide_out, 1, 262145, {Backend::interpreter}), std::invalid_argument);
+  // Past 8 programs a row (Tuning::staged_cluster or explicit splits): at most 16 of 40960 columns each.
+  try {  // a cluster of 17
+    kernels::RowOptions o{Backend::interpreter};
+    o.tuning.staged_cluster = 17;
+    kernels::softmax_staged(wide, wide_out, 1, 40000, o);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("staged_cluster"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("from 1 to 16"), std::string::npos) << e.what();
+  }
+  std::vector<float> widest(655361), widest_out(655361);
+  try {
+    kernels::softmax_staged(widest, widest_out, 1, 655361, {Backend::interpreter}, 16);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("softmax_staged: cols = 655361 exceeds the cluster limit of 655360 elements (16 programs of 40960"),
+              std::string::npos) << e.what();
+  }
 }
 
 TEST(Stage, GatherAndScatterInTheInterpreterAndTheGeneratedCode) {
