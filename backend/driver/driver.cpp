@@ -175,6 +175,11 @@ bool start_device(State& st) {
   st.info.l2_bytes = l2;
   st.info.total_memory = mem;
   a.driver_get_version(&st.info.driver_version);
+  // Optional facts: a driver that does not report them leaves the bandwidth unknown (0).
+  int memory_khz = 0, bus_bits = 0;
+  if (a.device_get_attribute(&memory_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, dev) == CUDA_SUCCESS &&
+      a.device_get_attribute(&bus_bits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, dev) == CUDA_SUCCESS && memory_khz > 0 && bus_bits > 0)
+    st.info.memory_bandwidth = std::int64_t{memory_khz} * 1000 * 2 * bus_bits / 8;
   return true;
 }
 

@@ -35,6 +35,9 @@ struct DeviceInfo {
   std::size_t total_memory = 0;
   int driver_version = 0;
   int max_shared_per_block = 0;  ///< bytes of shared memory one thread block may opt in to
+  /// Peak DRAM bytes per second: the memory clock (two transfers a cycle) times the bus width; 0 where the
+  /// driver does not report them.
+  std::int64_t memory_bandwidth = 0;
   /// "sm_90" for compute capability 9.0.
   std::string arch() const { return "sm_" + std::to_string(cc_major) + std::to_string(cc_minor); }
 };

@@ -17,6 +17,7 @@ struct Target {
   bool clusters = false;          ///< thread-block clusters run (sm_90 and later; the interpreter runs them too)
   int max_shared_per_block = 0;   ///< bytes of shared memory one block may opt in to (0: no limit)
   std::int64_t l2_bytes = 0;      ///< the GPU's L2 cache (0 for the interpreter)
+  std::int64_t memory_bandwidth = 0;  ///< peak DRAM bytes per second (0: unknown, and the interpreter)
 };
 
 /// Whether GPU architecture `arch` ("sm_90") has the warpgroup MMA (wgmma) that generated dots may use.

@@ -10,9 +10,11 @@ namespace {
 // One program per row up to kNormMaxCols, but half rows that are not whole vectors past
 // kWideRowElements: through their windows (w and b from shifted copies) they measured 0.2-0.7 x copy
 // against the staged or looped kernels' 0.72-0.87 (bench/NOTES.md).
-bool one_program_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions&) {
+bool one_program_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions& opt) {
   if (cols <= kWideRowElements) return true;
-  return cols <= kNormMaxCols && (element_bytes == 4 || whole_vectors(cols, element_bytes));
+  if (cols > kNormMaxCols || !(element_bytes == 4 || whole_vectors(cols, element_bytes))) return false;
+  // A row held as one tile runs alone on its SM: taken where that keeps DRAM busy (one_tile_keeps_dram_busy).
+  return row_pieces(cols, cols) > 1 || one_tile_keeps_dram_busy(tilefuse::target(opt.backend), cols * element_bytes);
 }
 
 // Few wide rows: split when one program per row would leave the GPU short of programs.

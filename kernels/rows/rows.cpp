@@ -174,6 +174,13 @@ std::int64_t split_row_chunk(const char* kernel, std::int64_t cols, std::int64_t
   return ((cols + splits - 1) / splits + block - 1) / block * block;
 }
 
+bool one_tile_keeps_dram_busy(const Target& target, std::int64_t row_bytes) {
+  if (!target.gpu || target.memory_bandwidth <= 0 || target.sm_count <= 0) return true;
+  // The row's load at bandwidth / sm_count bytes per second, in nanoseconds.
+  const double ns = static_cast<double>(row_bytes) * target.sm_count * 1e9 / static_cast<double>(target.memory_bandwidth);
+  return ns >= static_cast<double>(kOneTileMinLoadNs);
+}
+
 bool few_rows(const Target& target, std::int64_t programs, std::int64_t cols, std::int64_t piece) {
   return target.gpu && programs < 2 * std::int64_t{target.sm_count} && cols >= 2 * piece;
 }

@@ -65,6 +65,19 @@ KernelShape split_shape(const Tuning& tuning, std::int64_t block);
 /// ones take 16 warps (pieces_shape).
 inline constexpr std::int64_t kWideRowElements = 16384;
 
+/// Past kWideRowElements, a row that row_pieces holds as one tile (32768 columns) takes a program of 32
+/// warps that runs alone on its SM: the row's loads and its reductions (two block-wide sums, the
+/// normalization) follow one another with no other program to fill DRAM's idle time between. Such a
+/// program keeps up only where loading its row at the SM's share of the bandwidth takes at least this
+/// long. Measured (bench/NOTES.md): half rows of 29856-32768 columns (58-64 KB: 2.3-2.6 us a row on an
+/// H100, 1.6-1.8 us on an H200) ahead of the looped and staged kernels on the H100 and behind them on the
+/// H200; f32 rows of 32768 (128 KB, 3.5 us on the H200) ahead on both.
+inline constexpr std::int64_t kOneTileMinLoadNs = 2000;
+/// Whether a program holding a row of `row_bytes` as one tile alone on its SM keeps DRAM busy on `target`
+/// (kOneTileMinLoadNs); true where the bandwidth is unknown (Target::memory_bandwidth 0) and for the
+/// interpreter.
+bool one_tile_keeps_dram_busy(const Target& target, std::int64_t row_bytes);
+
 /// A row kernel that holds its row as `pieces` tiles of `piece` elements of `element_bytes`: the row's
 /// elements per thread (row_elements_per_thread, or past kWideRowElements columns the row / 512 of 16
 /// warps) split over the pieces and rounded up to a power of two per piece (at least two warps where the

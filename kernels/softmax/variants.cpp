@@ -9,11 +9,17 @@ namespace {
 // One program per row up to kSoftmaxMaxCols, but half rows that are not whole vectors whose window takes
 // one tile of kSoftmaxMaxCols (row_pieces: past seven eighths of it, or a row too narrow for the seven
 // pieces' unmasked six): they measured 0.74-0.86 x copy against the staged or looped kernels' 0.86-0.92
-// (bench/NOTES.md), where rows held as pieces lead.
-bool one_program_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions&) {
-  if (cols <= kWideRowElements || element_bytes == 4 || whole_vectors(cols, element_bytes)) return cols <= kSoftmaxMaxCols;
-  const std::int64_t window = window_cols(cols, element_bytes);
-  return window <= kSoftmaxMaxCols && row_pieces(window, cols) > 1;
+// (bench/NOTES.md), where rows held as pieces lead. Other rows held as one such tile take it where the
+// program, alone on its SM, keeps DRAM busy (one_tile_keeps_dram_busy: f32 rows; half rows on GPUs of
+// less bandwidth per SM than the H200).
+bool one_program_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  if (cols <= kWideRowElements) return true;
+  if (cols > kSoftmaxMaxCols) return false;
+  if (element_bytes != 4 && !whole_vectors(cols, element_bytes)) {
+    const std::int64_t window = window_cols(cols, element_bytes);
+    return window <= kSoftmaxMaxCols && row_pieces(window, cols) > 1;
+  }
+  return row_pieces(cols, cols) > 1 || one_tile_keeps_dram_busy(tilefuse::target(opt.backend), cols * element_bytes);
 }
 
 bool staged_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions& opt) {

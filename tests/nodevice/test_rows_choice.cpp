@@ -108,6 +108,41 @@ TEST(RowsChoice, WideRowsLoopWhereTheSecondPassFindsThemInTheL2) {
   EXPECT_EQ(kernels::layernorm_choice(1000, 40000, 2, kInterpreter), RowVariant::looped);
 }
 
+TEST(RowsChoice, OneTileRowsTakeOneProgramWhereItKeepsDramBusy) {
+  // A row held as one tile of 32768 (row_pieces 1: whole-vector half rows and f32 rows past 28672) takes
+  // a program alone on its SM, its loads and reductions one after the other: one program a row only where
+  // the row's load at the SM's share of the bandwidth takes 2 us or more (one_tile_keeps_dram_busy). The
+  // H100 and the H200 as their drivers report them (memory clock x 2 x bus width: 3.35 and 4.92 TB/s).
+  const Target h100{"sm_90", true, 132, true, 232448, 50 << 20, std::int64_t{2619000} * 1000 * 2 * 5120 / 8};
+  const Target h200{"sm_90", true, 132, true, 232448, 60 << 20, std::int64_t{3201000} * 1000 * 2 * 6144 / 8};
+  {
+    InspectLaunches on("sm_90", &h100);  // half rows of 58-64 KB: 2.3-2.6 us a row
+    EXPECT_EQ(kernels::layernorm_choice(4096, 32768, 2, kGpu), RowVariant::one_program);
+    EXPECT_EQ(kernels::layernorm_choice(10899, 29856, 2, kGpu), RowVariant::one_program);
+    EXPECT_EQ(kernels::softmax_choice(10899, 29856, 2, kGpu), RowVariant::one_program);
+  }
+  {
+    InspectLaunches on("sm_90", &h200);  // 1.6-1.8 us: the looped kernels (528 rows of 64 KB in flight, 34 MB)
+    EXPECT_EQ(kernels::layernorm_choice(4096, 32768, 2, kGpu), RowVariant::looped);
+    EXPECT_EQ(kernels::layernorm_choice(10899, 29856, 2, kGpu), RowVariant::looped);
+    EXPECT_EQ(kernels::softmax_choice(10899, 29856, 2, kGpu), RowVariant::looped);
+    EXPECT_EQ(kernels::softmax_choice(4096, 32768, 2, kGpu), RowVariant::looped);
+    // f32 rows of one tile (115-128 KB: 3.1-3.5 us) and rows held as pieces (16 warps, two programs a SM)
+    // stay one program a row.
+    EXPECT_EQ(kernels::softmax_choice(4096, 32768, 4, kGpu), RowVariant::one_program);
+    EXPECT_EQ(kernels::layernorm_choice(1673, 29264, 4, kGpu), RowVariant::one_program);
+    EXPECT_EQ(kernels::softmax_choice(734, 16912, 2, kGpu), RowVariant::one_program);
+    EXPECT_EQ(kernels::layernorm_choice(19269, 20856, 2, kGpu), RowVariant::one_program);
+    EXPECT_EQ(kernels::softmax_choice(11258, 28665, 2, kGpu), RowVariant::one_program);  // a window of seven pieces
+  }
+  // The rule alone: a GPU whose bandwidth is unknown and the interpreter keep the tile.
+  EXPECT_TRUE(kernels::one_tile_keeps_dram_busy(h100, 28673 * 2));
+  EXPECT_FALSE(kernels::one_tile_keeps_dram_busy(h200, 32768 * 2));
+  EXPECT_TRUE(kernels::one_tile_keeps_dram_busy(h200, 28673 * 4));
+  EXPECT_TRUE(kernels::one_tile_keeps_dram_busy(Target{"sm_90", true, 132, true, 232448, 60 << 20}, 2));
+  EXPECT_TRUE(kernels::one_tile_keeps_dram_busy(Target{}, 2));
+}
+
 // Rows the looped kernels take whose 528 in flight overfill the L2 go to clusters of 2, 4 or 8 programs
 // a row (looped_cluster_rule), the fewest that bring the rows in flight within 80% of the L2 (48 MB).
 TEST(RowsChoice, LoopedRowsShareClustersWhereTheL2CannotHoldTheirRows) {
