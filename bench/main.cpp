@@ -29,8 +29,17 @@ namespace {
 
 void write_table(const std::string& path) {
   std::ostringstream os;
+  // The peak DRAM bandwidth the driver reports (what the rules read: Target::memory_bandwidth), or that it
+  // reports none.
+  auto bandwidth = [] {
+    const std::int64_t b = driver::device().memory_bandwidth;
+    if (b <= 0) return std::string(", peak DRAM bandwidth not reported");
+    char text[48];
+    std::snprintf(text, sizeof text, ", %.2f TB/s peak DRAM", static_cast<double>(b) / 1e12);
+    return std::string(text);
+  };
   std::string device = run().gpu_skip.empty() ? driver::device().name + " (" + driver::device().arch() + ", " +
-                                                std::to_string(driver::device().sm_count) + " SMs)"
+                                                std::to_string(driver::device().sm_count) + " SMs" + bandwidth() + ")"
                                           : "no GPU (" + run().gpu_skip + ")";
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char date[32];
