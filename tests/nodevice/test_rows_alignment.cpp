@@ -18,6 +18,7 @@
 #include "kernels/softmax/launchers.hpp"
 #include "kernels/softmax/softmax.hpp"
 #include "kernels/tune/tuner.hpp"
+#include "tests/common/fake_memory.hpp"
 #include "tests/common/text.hpp"
 
 using namespace tilefuse;
@@ -714,12 +715,7 @@ namespace {
 // The kernel a GPU launch of the family's automatic choice on `rows` x `cols` of `t` compiles (no GPU and
 // no memory touched: InspectLaunches, the pointers 16-byte aligned fakes).
 Inspection inspect_rows(bool layernorm, ir::DType t, std::int64_t rows, std::int64_t cols, const kernels::Tuning& tuning) {
-  std::uint64_t next = std::uint64_t{1} << 40;
-  auto mem = [&](ir::DType d, std::int64_t count) {
-    const Arg a = Arg::device_memory_of(d, next, static_cast<std::size_t>(count));
-    next += (static_cast<std::uint64_t>(count) * ir::dtype_bytes(d) + 255) / 256 * 256 + 256;
-    return a;
-  };
+  test::FakeDeviceMemory mem;
   kernels::RowOptions opt{Backend::gpu};
   opt.tuning = tuning;
   InspectLaunches capture;

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "kernels/reference.hpp"
+#include "tests/common/fake_memory.hpp"
 #include "tests/common/op_kernels.hpp"
 #include "tests/common/programs.hpp"
 #include "tests/common/softmax_check.hpp"
@@ -158,12 +159,7 @@ TEST(Stage, StagedClustersOfSixteen) {
   // past the 32768 of the clusters of 8): 16 programs a row, stages of 36864 halves (72 KB, three
   // programs an SM), the non-portable cluster compiled in, no spills in either family.
   t.staged_cluster = 16;
-  std::uint64_t next = std::uint64_t{1} << 40;
-  auto mem = [&](ir::DType d, std::int64_t count) {
-    const Arg a = Arg::device_memory_of(d, next, static_cast<std::size_t>(count));
-    next += (static_cast<std::uint64_t>(count) * ir::dtype_bytes(d) + 255) / 256 * 256 + 256;
-    return a;
-  };
+  test::FakeDeviceMemory mem;
   kernels::RowOptions gpu{Backend::gpu};
   gpu.tuning = t;
   const std::int64_t rows = 242, cols = 588615;
