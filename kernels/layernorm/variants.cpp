@@ -14,7 +14,7 @@ bool one_program_fits(std::int64_t, std::int64_t cols, int element_bytes, const 
   if (cols <= kWideRowElements) return true;
   if (cols > kNormMaxCols || !(element_bytes == 4 || whole_vectors(cols, element_bytes))) return false;
   // A row held as one tile runs alone on its SM: taken where that keeps DRAM busy (one_tile_keeps_dram_busy).
-  return row_pieces(cols, cols) > 1 || one_tile_keeps_dram_busy(tilefuse::target(opt.backend), cols * element_bytes);
+  return held_row_keeps_dram_busy(tilefuse::target(opt.backend), cols, element_bytes);
 }
 
 // Few wide rows: split when one program per row would leave the GPU short of programs.

@@ -157,9 +157,10 @@ StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_byt
   // clusters past 8 (non-portable) take wider stages.
   if (splits == 0 && call.opt.tuning.staged_cluster) splits = *call.opt.tuning.staged_cluster;
   const bool wide = splits > kMaxPortableClusterSize;
+  const std::int64_t max_stage = wide ? kClusterStageMaxCols : kStageMaxCols;
   const auto split = cluster_split(call.entry, alternative, call.rows, call.cols,
-                                   splits == 0 ? std::min<std::int64_t>(8, (call.cols + piece - 1) / piece) : splits,
-                                   wide ? kClusterStageMaxCols : kStageMaxCols, wide ? kMaxClusterSize : kMaxPortableClusterSize);
+                                   splits == 0 ? std::min<std::int64_t>(8, (call.cols + piece - 1) / piece) : splits, max_stage,
+                                   wide ? kMaxClusterSize : kMaxPortableClusterSize);
   if (split.splits > 1) {
     const Target target = call.target();
     if (!target.clusters)
@@ -169,7 +170,7 @@ StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_byt
   }
   // A window starts up to a vector less one element before the chunk: the stage needs room for that.
   const std::int64_t window = window_cols(split.chunk, element_bytes);
-  const bool windowed = peel && window <= (wide ? kClusterStageMaxCols : kStageMaxCols);
+  const bool windowed = peel && window <= max_stage;
   return {split, windowed, windowed ? window : split.chunk};
 }
 

@@ -181,6 +181,10 @@ bool one_tile_keeps_dram_busy(const Target& target, std::int64_t row_bytes) {
   return ns >= static_cast<double>(kOneTileMinLoadNs);
 }
 
+bool held_row_keeps_dram_busy(const Target& target, std::int64_t cols, int element_bytes) {
+  return row_pieces(cols, cols) > 1 || one_tile_keeps_dram_busy(target, cols * element_bytes);
+}
+
 bool few_rows(const Target& target, std::int64_t programs, std::int64_t cols, std::int64_t piece) {
   return target.gpu && programs < 2 * std::int64_t{target.sm_count} && cols >= 2 * piece;
 }

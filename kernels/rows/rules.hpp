@@ -77,6 +77,9 @@ inline constexpr std::int64_t kOneTileMinLoadNs = 2000;
 /// (kOneTileMinLoadNs); true where the bandwidth is unknown (Target::memory_bandwidth 0) and for the
 /// interpreter.
 bool one_tile_keeps_dram_busy(const Target& target, std::int64_t row_bytes);
+/// The one-program rule of both families for rows of `cols` columns read from their start: rows held as
+/// pieces (row_pieces) always, rows held as one tile where one_tile_keeps_dram_busy.
+bool held_row_keeps_dram_busy(const Target& target, std::int64_t cols, int element_bytes);
 
 /// A row kernel that holds its row as `pieces` tiles of `piece` elements of `element_bytes`: the row's
 /// elements per thread (row_elements_per_thread, or past kWideRowElements columns the row / 512 of 16

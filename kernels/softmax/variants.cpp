@@ -19,7 +19,7 @@ bool one_program_fits(std::int64_t, std::int64_t cols, int element_bytes, const 
     const std::int64_t window = window_cols(cols, element_bytes);
     return window <= kSoftmaxMaxCols && row_pieces(window, cols) > 1;
   }
-  return row_pieces(cols, cols) > 1 || one_tile_keeps_dram_busy(tilefuse::target(opt.backend), cols * element_bytes);
+  return held_row_keeps_dram_busy(tilefuse::target(opt.backend), cols, element_bytes);
 }
 
 bool staged_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions& opt) {
