@@ -36,8 +36,8 @@ struct Tuning {
   /// stages hold the row within stage_bytes. Clusters of 9 to 16 are not taken by any rule yet (measured
   /// first: bench/NOTES.md).
   std::optional<int> staged_cluster;
-  /// Percent of the SM's L1/shared array asked for as shared memory by staged kernels (-1: the driver's
-  /// choice; 0 to 100); the rule is 100.
+  /// Percent of the SM's L1/shared array asked for as shared memory by every row kernel (-1: the
+  /// driver's choice; 0 to 100); the rule is 100 (staged_shape, kRowCarveout).
   std::optional<int> shared_carveout;
   /// At most this many programs per SM for the looped softmax, each striding over rows (1 to 64); the
   /// rule is one program per row.

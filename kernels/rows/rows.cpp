@@ -104,7 +104,7 @@ int row_elements_per_thread(const Tuning& tuning, int element_bytes, std::int64_
 
 KernelShape row_shape(const Tuning& tuning, int element_bytes, std::int64_t block, int resident_rule) {
   const int warps = row_warps(block, row_elements_per_thread(tuning, element_bytes, block));
-  return KernelShape{warps, resident_programs(tuning, resident_rule, warps)};
+  return KernelShape{warps, resident_programs(tuning, resident_rule, warps), 1, row_carveout(tuning)};
 }
 
 // 16 elements per thread for every dtype: 32 halves per thread made the looped softmax slower (bench/NOTES.md).
@@ -133,8 +133,10 @@ KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t p
   // row_elements_per_thread for one piece).
   while (per_piece > 1 && per_piece * pieces > 16 && piece / per_piece < 64) per_piece /= 2;
   const int warps = row_warps(piece, per_piece);
-  return KernelShape{warps, resident_programs(tuning, resident_rule, warps)};
+  return KernelShape{warps, resident_programs(tuning, resident_rule, warps), 1, row_carveout(tuning)};
 }
+
+int row_carveout(const Tuning& tuning) { return tuning.shared_carveout.value_or(kRowCarveout); }
 
 std::int64_t stages_per_sm(std::int64_t stage_bytes) { return (228 * 1024) / (stage_bytes + 1024); }
 
@@ -318,7 +320,7 @@ std::optional<PackedRows> packed_plan(const Tuning& tuning, std::int64_t cols, i
 }
 
 KernelShape packed_shape(const Tuning& tuning, std::string_view width_param, int resident_rule) {
-  KernelShape shape{4, resident_programs(tuning, resident_rule, 4)};
+  KernelShape shape{4, resident_programs(tuning, resident_rule, 4), 1, row_carveout(tuning)};
   if (tuning.constant_cols.value_or(true)) shape.constant = width_param;
   return shape;
 }

@@ -551,3 +551,22 @@ TEST(RowsChoice, PackedPlanHoldsNarrowRowsOneWayEach) {
   EXPECT_TRUE(packed_plan(rule, 250, 2, true, false, false)->by_element);
   EXPECT_TRUE(packed_plan(rule, 127, 4, false, true, false)->staged);  // staged: tested at its own width
 }
+
+TEST(RowsChoice, TheCarveoutKnobReachesEveryRowKernel) {
+  const kernels::Tuning rule;
+  kernels::Tuning driver;
+  driver.shared_carveout = -1;
+  // The rule: the most shared memory, staged or not.
+  EXPECT_EQ(kernels::row_shape(rule, 2, 4096).carveout, kernels::kRowCarveout);
+  EXPECT_EQ(kernels::staged_shape(rule, 32768, 2).carveout, 100);
+  // The knob: every shape, held in registers, as pieces, packed, looped, split or staged.
+  EXPECT_EQ(kernels::row_shape(driver, 2, 4096).carveout, -1);
+  EXPECT_EQ(kernels::pieces_shape(driver, 2, 2048, 3).carveout, -1);
+  EXPECT_EQ(kernels::packed_shape(driver, "n").carveout, -1);
+  EXPECT_EQ(kernels::looped_shape(driver, 4096).carveout, -1);
+  EXPECT_EQ(kernels::split_shape(driver, 4096).carveout, -1);
+  EXPECT_EQ(kernels::staged_shape(driver, 32768, 2).carveout, -1);
+  // And the kernel options it becomes.
+  static constexpr const char* params[] = {"x"};
+  EXPECT_EQ(kernels::row_shape(driver, 4, 1024).options(params).shared_carveout, -1);
+}
