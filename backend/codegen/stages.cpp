@@ -108,8 +108,8 @@ std::string Emitter::element_in(const ir::Instr& in, const passes::AccessPlan& p
 }
 
 // Global memory into a stage: runs of 4, 8 or 16 bytes as asynchronous copies (a run outside the mask
-// writes zeros, a run in it up to some lane reads up to there), anything narrower or unaligned, or a run
-// masked otherwise, element by element (synchronously).
+// writes zeros, a run in it up to some lane reads exactly up to there: tf_copy_async_prefix), anything
+// narrower or unaligned, or a run masked otherwise, element by element (synchronously).
 void Emitter::stage_copy(const ir::Instr& in) {
   // No wait for earlier copies: they target other elements (two copies into one element with no access
   // of the stage between them land in either order, as documented for tl::Stage::copy).

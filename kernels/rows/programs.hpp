@@ -124,7 +124,7 @@ struct RowBlock {
 /// Every mask is constant over whole vectors but two small ones: the stage is filled with whole vectors
 /// of the window, copied without registers (reading a neighbouring program's elements before and after
 /// the run is harmless; only the matrix's end bounds it), then the up to one vector less one left before
-/// the matrix's end; the run goes out as its whole vectors, then its first and last vector (at once where
+/// the matrix's end is stored over them from registers; the run goes out as its whole vectors, then its first and last vector (at once where
 /// all of it is the run's, else element by element: the rest is a neighbour's). Each row's first stage
 /// offset is clamped to where it provably lies, [0, F - C], so that gathers and scatters of the [R, C]
 /// tile need no bounds tests.
@@ -160,9 +160,14 @@ struct StagedRows {
   template <class P, class O>
   tl::Tile<T, R, C> load(const P& in, const O& other) const {
     auto whole = (filled / V) * V;  // the window's whole vectors inside the matrix
+    // What is left of the window before the matrix's end (under a vector, in the last program only) goes
+    // through registers, stored over the zeros the copy writes there once the copy has landed: copied,
+    // it would race the copy's zeros (two copies into one element land in either order).
+    auto tail = tl::arange<V>();
+    auto in_tail = tail < filled - whole;
+    auto rest = tl::load(in + base + whole + tail, in_tail);
     stage.copy(0, in + base + flat, flat < whole);
-    auto tail = tl::arange<V>();  // and what is left of it before the matrix's end, if anything
-    stage.copy(whole, in + base + whole + tail, tail < filled - whole);
+    stage.scatter(whole + tail, rest, in_tail);
     return stage.gather(at, mask, other);
   }
   /// Writes the block's [R, C] tile `value` to `out` (its elements off the matrix are dropped).

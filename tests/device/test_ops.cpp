@@ -276,6 +276,41 @@ TEST_F(Gpu, StageSemanticsMatchTheInterpreter) {
     }
 }
 
+// x's elements below n copied into a stage under `index < n` and the stage stored whole to y: y is x below
+// n and 0 from n. One warp holds 256 elements as runs of 16 bytes (4 floats, 8 halves), so n from 0 to 40
+// ends the mask at every lane of a run: a run partly in the mask reads exactly its lanes in it
+// (tf_copy_async_prefix), asynchronously where they fill 4-byte words.
+template <class T>
+void prefix_copy_program(tl::Ptr<T> x, tl::Ptr<T> y, tl::Scalar<tl::i32> n) {
+  auto idx = tl::arange<256>();
+  tl::Stage<T, 256> stage;
+  stage.copy(0, x + idx, idx < n);
+  tl::store(y + idx, stage.template load<256>(0));
+}
+
+template <class H>
+void check_prefix_copies() {
+  Kernel<&prefix_copy_program<tl::dtype_of_host_t<H>>> k("prefix_copy", KernelOptions{1, {"x", "y", "n"}});
+  for (int n = 0; n <= 40; ++n) {
+    SCOPED_TRACE("n " + std::to_string(n) + ", " + std::to_string(sizeof(H)) + "-byte elements");
+    // x holds n elements (one for n = 0): a read past the mask's end reads past the allocation, which
+    // compute-sanitizer's memcheck names (bench/sanitize_gpu.sh runs this tier under it).
+    const auto hx = reference::random_vector<H>(std::max(n, 1), 40 + n);
+    DeviceBuffer<H> x(hx), y(256);
+    y.fill_bytes(0xff);
+    k.launch({{1}, Backend::gpu}, x, y, n);
+    const auto gy = y.download();
+    const H zero = reference::from_float<H>(0.f);
+    for (int i = 0; i < 256; ++i)
+      ASSERT_EQ(std::memcmp(&gy[i], i < n ? &hx[i] : &zero, sizeof(H)), 0) << "y[" << i << "] = " << reference::to_float(gy[i]);
+  }
+}
+
+TEST_F(Gpu, PrefixCopiesReadExactlyTheirMask) {
+  check_prefix_copies<float>();
+  check_prefix_copies<half>();
+}
+
 TEST_F(Gpu, StageCopiesInProgramsWith2DTilesMatchTheReference) {
   // Runs partly in the mask go element by element; runs partly outside the stage are dropped.
   Kernel<&testkit::stage_copy_2d_program> k("stage_copy_2d", KernelOptions{2, {"x", "y", "w", "n", "at"}});
