@@ -19,6 +19,9 @@ void Program::start(std::int64_t px, std::int64_t py, std::int64_t pz, std::int6
     if (ir::is_float(st.dtype)) stages_[k].f.assign(st.size, std::numeric_limits<double>::quiet_NaN());
     else stages_[k].i.assign(st.size, wrap(st.dtype, 0x5a5a5a5a5a5a5a5all));
   }
+  stage_epoch_.assign(fn_.stages.size(), 1);
+  copied_in_.resize(fn_.stages.size());
+  for (std::size_t k = 0; k < fn_.stages.size(); ++k) copied_in_[k].assign(fn_.stages[k].size, 0);
 }
 
 void Program::fail(const ir::Instr& in, const std::string& why) const {

@@ -133,6 +133,8 @@ class Program {
  private:
   std::function<float(const ir::Instr&, float)> combine_;  // run_with's, while it runs
   [[noreturn]] void fail(const ir::Instr& in, const std::string& why) const;
+  // fail() for two copies of different values, `first` then `second`, into stage element `element`.
+  [[noreturn]] void race(const ir::Instr& in, std::int64_t element, const std::string& first, const std::string& second) const;
   const ir::ValueType& type(ir::ValueId v) const { return fn_.values[v]; }
   std::size_t size(ir::ValueId v) const { return static_cast<std::size_t>(type(v).numel()); }
   /// The result value of `in`, sized and zeroed for its type.
@@ -185,6 +187,12 @@ class Program {
   std::span<const HostArg> args_;
   std::vector<Value> vals_;
   std::vector<Value> stages_;  // this program's stages (Value's f or i by the stage's dtype)
+  // Copies still in flight on the GPU: a stage's copies complete at its next load or store (gather,
+  // scatter), so copies with no access of their stage between them land in either order there. Per
+  // stage, the access count (the epoch) and, per element, the epoch a copy last wrote it in: a second copy
+  // of another value into an element written in the current epoch is a race (Program::stage_copy).
+  std::vector<std::uint32_t> stage_epoch_;
+  std::vector<std::vector<std::uint32_t>> copied_in_;
   std::int64_t pid_[3] = {0, 0, 0};
   std::int64_t grid_[3] = {1, 1, 1};
 };

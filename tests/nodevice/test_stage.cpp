@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "backend/interp/interp.hpp"
 #include "kernels/reference.hpp"
 #include "tests/common/fake_memory.hpp"
 #include "tests/common/op_kernels.hpp"
@@ -26,6 +27,27 @@ void unwritten_program(tl::Ptr<tl::f32> y) {
 }
 
 KernelOptions stage_options() { return KernelOptions{2, {"x", "y", "z", "n", "at"}}; }
+
+// x's whole 4-element vectors below n copied into a stage (the rest of it zero-filled), then what is left
+// below n into the vector after them: with `second_copy` by a second copy (the two copies' writes to that
+// vector race on the GPU), else loaded into registers and stored over the zeros (the store waits for the
+// copy). The stage goes out whole as y.
+template <bool SECOND_COPY>
+void copy_then_rest_program(tl::Ptr<tl::f32> x, tl::Ptr<tl::f32> y, tl::Scalar<tl::i32> n) {
+  auto idx = tl::arange<64>();
+  auto rest = tl::arange<4>();
+  auto whole = (n / 4) * 4;
+  tl::Stage<tl::f32, 64> stage;
+  if constexpr (SECOND_COPY) {
+    stage.copy(0, x + idx, idx < whole);
+    stage.copy(whole, x + whole + rest, rest < n - whole);
+  } else {
+    auto tail = tl::load(x + whole + rest, rest < n - whole);
+    stage.copy(0, x + idx, idx < whole);
+    stage.store(whole, tail, rest < n - whole);
+  }
+  tl::store(y + idx, stage.load<64>(0));
+}
 
 }  // namespace
 
@@ -307,4 +329,31 @@ TEST(Stage, TwoStagesInTurnWaitOnlyForTheOneRead) {
       k.launch({{programs}, Backend::interpreter}, x, y, n);
       for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], 2 * x[i]) << n << " blocks, " << programs << " programs, element " << i;
     }
+}
+
+TEST(Stage, CopiesThatRaceForAnElementAreAnErrorInTheInterpreter) {
+  // Two copies into one element with no load or store of the stage between them land in either order on
+  // the GPU: the interpreter names the pair where their values differ (here the first copy's 0 and x's
+  // value), and runs them where a store of the rest from registers waits for the copy instead.
+  auto x = reference::random_vector<float>(64, 12);
+  for (float& v : x) v += 10.f;  // never 0
+  Kernel<&copy_then_rest_program<true>> racing("copy_then_copy", KernelOptions{1, {"x", "y", "n"}});
+  Kernel<&copy_then_rest_program<false>> ordered("copy_then_store", KernelOptions{1, {"x", "y", "n"}});
+  for (int n : {0, 4, 5, 7, 40, 43}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    std::vector<float> y(64, std::nanf(""));
+    if (n % 4 != 0) {
+      try {
+        racing.launch({{1}, Backend::interpreter}, x, y, n);
+        ADD_FAILURE() << "no error";
+      } catch (const interp::InterpreterError& e) {
+        EXPECT_NE(std::string(e.what()).find("land in either order"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("copy_then_copy"), std::string::npos) << e.what();
+      }
+    } else {
+      racing.launch({{1}, Backend::interpreter}, x, y, n);  // the rest is empty: the second copy writes 0 over 0
+    }
+    ordered.launch({{1}, Backend::interpreter}, x, y, n);
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(y[i], i < n ? x[i] : 0.f) << "y[" << i << "]";
+  }
 }
