@@ -195,13 +195,17 @@ void layernorm_strided_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
   } else {
     tl::Stage<T, PIECE * PIECES> xs;
     // Row `row`'s window into xs, if it is one of the matrix's. Every mask is an upper bound (a run of it
-    // is a prefix: one asynchronous copy, tf_copy_async_prefix): the window's columns before the row are
+    // is a prefix: asynchronous copies, tf_copy_async_prefix): the window's columns before the row are
     // copied too (they lie inside the matrix, before the row) and set to 0 when read (Pieces::in_row).
+    // So is the element after a row that ends inside a 4-byte word, but for the matrix's last row: a run
+    // of whole words is copied without the plain load that reads a last half word.
+    constexpr int kWordElements = 4 / sizeof(tl::host_type_t<T>);
     auto copy_row = [&](tl::Scalar<tl::i32> row) {
       const Pieces p(row * stride, n, tail);
       auto in_matrix = row < n_rows;
       for (int k = 0; k < PIECES; ++k) {
         auto end = k + 1 == PIECES ? p.head + n - (PIECES - 1) * PIECE : tl::scalar<tl::i32>(PIECE);
+        if (k + 1 == PIECES) end = tl::where(row + 1 < n_rows, (end + (kWordElements - 1)) / kWordElements * kWordElements, end);
         xs.copy(k * PIECE, x + p.at(k), p.idx < tl::where(in_matrix, end, tl::scalar<tl::i32>(0)));
       }
     };
