@@ -204,8 +204,11 @@ void layernorm_strided_program(tl::Ptr<T> x, tl::Ptr<T> w, tl::Ptr<T> b, tl::Ptr
       const Pieces p(row * stride, n, tail);
       auto in_matrix = row < n_rows;
       for (int k = 0; k < PIECES; ++k) {
-        auto end = k + 1 == PIECES ? p.head + n - (PIECES - 1) * PIECE : tl::scalar<tl::i32>(PIECE);
-        if (k + 1 == PIECES) end = tl::where(row + 1 < n_rows, (end + (kWordElements - 1)) / kWordElements * kWordElements, end);
+        auto end = tl::scalar<tl::i32>(PIECE);
+        if (k + 1 == PIECES) {
+          auto row_end = p.head + n - (PIECES - 1) * PIECE;
+          end = tl::where(row + 1 < n_rows, (row_end + (kWordElements - 1)) / kWordElements * kWordElements, row_end);
+        }
         xs.copy(k * PIECE, x + p.at(k), p.idx < tl::where(in_matrix, end, tl::scalar<tl::i32>(0)));
       }
     };

@@ -37,7 +37,7 @@ struct Tuning {
   /// first: bench/NOTES.md).
   std::optional<int> staged_cluster;
   /// Percent of the SM's L1/shared array asked for as shared memory by every row kernel (-1: the
-  /// driver's choice; 0 to 100); the rule is 100 (staged_shape, kRowCarveout).
+  /// driver's choice; 0 to 100); the rule is 100 (kRowCarveout).
   std::optional<int> shared_carveout;
   /// At most this many programs per SM for the looped softmax, each striding over rows (1 to 64); the
   /// rule is one program per row.

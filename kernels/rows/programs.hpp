@@ -124,10 +124,10 @@ struct RowBlock {
 /// Every mask is constant over whole vectors but two small ones: the stage is filled with whole vectors
 /// of the window, copied without registers (reading a neighbouring program's elements before and after
 /// the run is harmless; only the matrix's end bounds it), then the up to one vector less one left before
-/// the matrix's end is stored over them from registers; the run goes out as its whole vectors, then its first and last vector (at once where
-/// all of it is the run's, else element by element: the rest is a neighbour's). Each row's first stage
-/// offset is clamped to where it provably lies, [0, F - C], so that gathers and scatters of the [R, C]
-/// tile need no bounds tests.
+/// the matrix's end is stored over them from registers; the run goes out as its whole vectors, then its
+/// first and last vector (at once where all of it is the run's, else element by element: the rest is a
+/// neighbour's). Each row's first stage offset is clamped to where it provably lies, [0, F - C], so
+/// that gathers and scatters of the [R, C] tile need no bounds tests.
 template <class T, int R, int C>
 struct StagedRows {
   static_assert(R >= kVectorElements<T>, "tilefuse kernels: StagedRows needs at least a vector's worth of rows per program.");

@@ -145,7 +145,7 @@ int staged_warps_rule(bool peel) { return peel ? 4 : 2; }
 KernelShape staged_shape(const Tuning& tuning, std::int64_t stage_bytes, int warps_rule) {
   const int warps = tuning.staged_warps.value_or(warps_rule);
   const int rule = static_cast<int>(std::min<std::int64_t>(2048, stages_per_sm(stage_bytes) * 32 * warps));
-  return KernelShape{warps, resident_programs(tuning, rule, warps), 1, tuning.shared_carveout.value_or(100)};
+  return KernelShape{warps, resident_programs(tuning, rule, warps), 1, row_carveout(tuning)};
 }
 
 ClusterSplit cluster_split(const char* kernel, const char* alternative, std::int64_t rows, std::int64_t cols,

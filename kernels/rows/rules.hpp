@@ -88,14 +88,15 @@ bool held_row_keeps_dram_busy(const Target& target, std::int64_t cols, int eleme
 /// piece is row_shape.
 KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t piece, int pieces, int resident_rule = 0);
 
-/// Percent of the SM's L1/shared array that the row kernels other than the staged ones (every shape but
-/// staged_shape's) ask for as shared memory unless Tuning::shared_carveout says otherwise: 100, the most
-/// shared memory (the L1 keeps 28 KB of sm_90's 256). Measured over the LayerNorm sweep, whose w and b are
-/// read again for every row (H100, bench/NOTES.md "The carveout"): the driver's choice (-1, shared memory
-/// as the resident programs need it, the rest L1) the same (worst 0.55, median 0.88 both), 0 (the most
-/// L1) as low as 0.26, where shared memory then limits the programs per SM.
+/// Percent of the SM's L1/shared array that every row kernel asks for as shared memory unless
+/// Tuning::shared_carveout says otherwise: 100, the most shared memory (the L1 keeps 28 KB of sm_90's
+/// 256). Measured for the staged kernels (bench/NOTES.md, staged kernels' knobs: the driver's choice no
+/// faster) and over the LayerNorm sweep, whose w and b are read again for every row (H100, bench/NOTES.md
+/// "The carveout"): the driver's choice (-1, shared memory as the resident programs need it, the rest L1)
+/// the same (worst 0.55, median 0.88 both), 0 (the most L1) as low as 0.26, where shared memory then
+/// limits the programs per SM.
 inline constexpr int kRowCarveout = 100;
-/// The carveout of those kernels: Tuning::shared_carveout, else kRowCarveout.
+/// The carveout of the row kernels: Tuning::shared_carveout, else kRowCarveout.
 int row_carveout(const Tuning& tuning);
 
 /// A staged kernel of `warps_rule` warps (or Tuning::staged_warps) whose programs hold `stage_bytes` of

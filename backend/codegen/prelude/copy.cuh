@@ -1,7 +1,8 @@
 //! Asynchronous copies, emitted only into kernels that copy into stages: a copy of 4, 8 or 16 bytes
 //! from global to shared memory that does not wait for the data (cp.async, sm_80 and later; `on` false
 //! writes zeros and reads nothing; tf_copy_async_prefix reads only the first `n` bytes and writes zeros
-//! after them, the bytes of its last word below n synchronously), the wait for all of this thread's copies, and groups of copies (commit, wait for the older).
+//! after them, the bytes of its last word below n synchronously), the wait for all of this thread's
+//! copies, and groups of copies (commit, wait for the older).
 // ---- tilefuse asynchronous copies ----
 template <int Bytes> struct alignas(Bytes) tf_chunk { unsigned w[Bytes / 4]; };
 template <int Bytes> __device__ __forceinline__ void tf_copy_async(void* dst, const void* src, bool on) {
