@@ -475,6 +475,8 @@ std::string Inspection::sass() const {
   const auto code = nvrtc::parse_sass(text, compiled.symbol + ".cu");
   std::string s = "==== SASS for " + arch + ": " + std::to_string(code.size()) + " instructions ====\nby opcode:";
   for (const auto& [op, n] : nvrtc::opcode_counts(code)) s += " " + op + " " + std::to_string(n);
+  s += "\non the path of a thread whose runs lie wholly in their masks: " +
+       std::to_string(whole_run_instructions(compiled.source, code)) + " instructions";
   s += "\nby statement (as ptxas's line table places them):\n";
   for (const auto& [statement, n] : instructions_by_statement(compiled.source, code)) {
     char count[16];
@@ -511,6 +513,33 @@ std::vector<std::pair<std::string, int>> instructions_by_statement(const std::st
     if (count[k] > 0) out.emplace_back(statements[k], count[k]);
   if (count.back() > 0) out.emplace_back("(no source line)", count.back());
   return out;
+}
+
+int whole_run_instructions(const std::string& cuda, const std::vector<nvrtc::SassInstruction>& code) {
+  // Lines (1-based) inside an `else {` block: from the line that opens it to the one that closes it.
+  std::vector<bool> cold{false};
+  std::istringstream in(cuda);
+  int depth = 0;  // braces open since the outermost `else {` (0: outside every one)
+  for (std::string line; std::getline(in, line);) {
+    const auto e = line.find("else");
+    const bool opens_else = e != std::string::npos && line.find('{', e) != std::string::npos &&
+                            (e == 0 || line[e - 1] == ' ' || line[e - 1] == '}');
+    const bool inside = depth > 0 || opens_else;
+    cold.push_back(inside);
+    if (!inside) continue;
+    for (char c : depth > 0 ? line : line.substr(e)) depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+    if (depth < 0) depth = 0;
+  }
+  std::size_t end = code.size();  // one past the last EXIT
+  for (std::size_t k = code.size(); k-- > 0;)
+    if (code[k].opcode == "EXIT") {
+      end = k + 1;
+      break;
+    }
+  int n = 0;
+  for (std::size_t k = 0; k < end; ++k)
+    n += !(code[k].line > 0 && code[k].line < static_cast<int>(cold.size()) && cold[code[k].line]);
+  return n;
 }
 
 namespace {

@@ -152,7 +152,8 @@ struct Inspection {
   /// All of it as text: key, grid and reason, IR, CUDA, PTX, the register and spill report.
   std::string text() const;
   /// The kernel's machine code (SASS) as NVIDIA's disassembler prints it, after its instructions counted
-  /// by opcode and by DSL statement (instructions_by_statement). The source is compiled again with
+  /// by opcode, on the whole-run path (whole_run_instructions) and by DSL statement
+  /// (instructions_by_statement). The source is compiled again with
   /// -lineinfo, which gives each instruction its CUDA line and leaves the code unchanged. Needs nvdisasm
   /// (TILEFUSE_NVDISASM, knobs::nvdisasm), not a GPU; throws std::runtime_error without it.
   std::string sass() const;
@@ -168,6 +169,13 @@ struct Inspection {
 /// shares between statements goes to one of them.
 std::vector<std::pair<std::string, int>> instructions_by_statement(const std::string& cuda,
                                                                   const std::vector<nvrtc::SassInstruction>& code);
+
+/// How many of `code`'s instructions a thread runs when every vector run of its masked accesses and
+/// selects lies wholly in the mask: those outside the generated CUDA's `else` blocks (which lower runs a
+/// mask cuts or turns off, element by element) and before the last EXIT (after it ptxas places the slow
+/// paths of divisions and square roots). Loops count once. An estimate of what the common thread issues
+/// where the as-written count adds every fallback path; the row kernels are bound by instructions issued.
+int whole_run_instructions(const std::string& cuda, const std::vector<nvrtc::SassInstruction>& code);
 
 /// A program traced from the DSL, optimized, and launchable on the GPU or in the interpreter.
 class Program {

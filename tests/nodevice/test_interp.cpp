@@ -69,9 +69,10 @@ TEST(Interp, IntOpsAreExact) {
   std::int64_t sum = 0, mx = INT32_MIN, mn = INT32_MAX;
   for (int i = 0; i < n; ++i) {
     for (std::size_t op = 0; op < testkit::int_ops().size(); ++op)
-      if (op < 10 || op > 13)
+      if (op < 10 || op > 13) {
         ASSERT_EQ(out[op * n + i], static_cast<std::int32_t>(testkit::int_ops()[op].ref(a[i], b[i])))
-          << testkit::int_ops()[op].name << " a=" << a[i] << " b=" << b[i];
+            << testkit::int_ops()[op].name << " a=" << a[i] << " b=" << b[i];
+      }
     EXPECT_EQ(wide[i], std::int64_t{a[i]} * b[i]);
     sum += a[i];
     mx = std::max<std::int64_t>(mx, a[i]);

@@ -96,6 +96,38 @@ TEST(Sass, CountsInstructionsByStatement) {
   EXPECT_EQ(by[3], (std::pair<std::string, int>{"(no source line)", 2}));
 }
 
+// The whole-run path leaves out what lies in `else` blocks (nested ones too, and the line that closes
+// them) and what follows the last EXIT; loops and the rest count once.
+TEST(Sass, CountsThePathOfAThreadWhoseRunsAreWhole) {
+  const char* const cuda =
+      "extern \"C\" __global__ void k() {\n"             // 1
+      "  for (int e0 = 0; e0 < 8; e0 += 4) {\n"            // 2
+      "    if (m[e0] && m[e0 + 1]) {\n"                    // 3
+      "      tf_load_vec(p, raw);\n"                       // 4
+      "    } else {\n"                                     // 5
+      "      for (int e = e0; e < e0 + 4; ++e) {\n"        // 6
+      "        if (m[e]) x[e] = p[e]; else { x[e] = 0; }\n"  // 7
+      "      }\n"                                          // 8
+      "    }\n"                                            // 9
+      "  }\n"                                              // 10
+      "  tf_elsewhere(x);  // not an else\n"               // 11
+      "}\n";                                               // 12
+  std::vector<nvrtc::SassInstruction> code;
+  for (int line : {1, 2, 3, 4, 4, 5, 6, 7, 7, 8, 9, 11, 0, 10})
+    code.push_back({"", line == 10 ? "EXIT" : "IADD3", line});
+  code.push_back({"", "FFMA", 4});  // after the last EXIT: a slow path
+  code.push_back({"", "EXIT", 9});
+  code.push_back({"", "BRA", 3});
+  // Up to the last EXIT: lines 1-4 (five), 11, the one without a line, the EXIT at 10 and the FFMA; lines
+  // 5-9 are the else block's.
+  EXPECT_EQ(whole_run_instructions(cuda, code), 8 + 1);
+  code.pop_back();
+  code.pop_back();
+  code.pop_back();
+  EXPECT_EQ(whole_run_instructions(cuda, code), 8) << "the slow path after the last EXIT";
+  EXPECT_EQ(whole_run_instructions("", code), static_cast<int>(code.size())) << "no source: every line counts";
+}
+
 TEST(Sass, RunsTheDisassemblerOnTheCubin) {
   const std::vector<char> cubin{'\x7f', 'E', 'L', 'F', '\0', 'x', '\n'};
   const auto expected = std::filesystem::temp_directory_path() / ("tilefuse-sass-expected-" + std::to_string(::getpid()));
@@ -180,4 +212,8 @@ TEST(Sass, DisassemblesASampleKernel) {
   EXPECT_GT(loads, 0);
   EXPECT_EQ(loads_under_load, loads) << "a global load placed under another statement";
   EXPECT_LT(unplaced, i.compiled.sass_instructions / 10) << "most instructions have a line";
+  const int whole = whole_run_instructions(i.compiled.source, code);
+  EXPECT_GT(whole, 0);
+  EXPECT_LT(whole, i.compiled.sass_instructions) << "a masked load's lanes one by one are off the whole-run path";
+  EXPECT_NE(text.find("on the path of a thread whose runs lie wholly in their masks: " + std::to_string(whole)), std::string::npos);
 }
