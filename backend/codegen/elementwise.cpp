@@ -103,7 +103,12 @@ void Emitter::arithmetic(const ir::Instr& in) {
     case Op::le: return compare(in, "<=");
     case Op::gt: return compare(in, ">");
     case Op::ge: return compare(in, ">=");
-    case Op::select: return elementwise(in, known_true(in.args[0]) ? a[1] : elementwise_expr(fn_, in, a));
+    case Op::select:
+      if (known_true(in.args[0])) return elementwise(in, a[1]);
+      if (a_.interval[in.args[0]].index >= 0 && fn_.values[in.result].rank > 0 && layout(fn_.values[in.result]).vector >= 4 &&
+          layout(fn_.values[in.result]).vector == layout(fn_.values[in.args[0]]).vector)
+        return select_by_runs(in, a);
+      return elementwise(in, elementwise_expr(fn_, in, a));
     case Op::cast: return cast(in);
     default: return elementwise(in, elementwise_expr(fn_, in, a));
   }
@@ -145,6 +150,29 @@ void Emitter::interval_mask(const ir::Instr& in) {
   os_ << "    const long long f = " << v(m.index) << "[r * " << W << "];\n";
   os_ << "    " << bits << " |= (" << run << ") << (r * " << W << ");\n  }\n";
   os_ << "  [[maybe_unused]] const tf_bits " << v(in.result) << "{" << bits << "};\n";
+}
+
+// A where under an interval mask, run by run: a run whose lanes are all on (every run of a row's window
+// but its two ends) copies the chosen values, any other selects lane by lane. One test of the run's bits
+// replaces a bit test and a select an element, and the copies of the bits ptxas keeps for them: counted on
+// the whole-run path (whole_run_instructions), LayerNorm's programs issue 3 to 27% fewer instructions. A
+// third branch for runs wholly off the mask added more tests than it saved selects. Runs of fewer than
+// four lanes keep the plain select.
+void Emitter::select_by_runs(const ir::Instr& in, const std::vector<std::string>& a) {
+  const passes::TileLayout& l = layout(fn_.values[in.result]);
+  const int E = per_thread(fn_.values[in.result]);
+  const std::string W = std::to_string(l.vector), out = v(in.result);
+  os_ << "  " << value_type(in.result) << " " << out << "[" << E << "];\n";
+  os_ << "#pragma unroll\n  for (int r = 0; r < " << E / l.vector << "; ++r) {\n";
+  os_ << "    const unsigned run = (" << v(in.args[0]) << ".w >> (r * " << W << ")) & tf_run_all(" << W << ");\n";
+  auto lanes = [&](const std::string& expr) {
+    os_ << "#pragma unroll\n      for (int e = r * " << W << "; e < (r + 1) * " << W << "; ++e) " << out << "[e] = " << expr << ";\n";
+  };
+  os_ << "    if (run == tf_run_all(" << W << ")) {\n";
+  lanes(a[1]);
+  os_ << "    } else {\n";
+  lanes(elementwise_expr(fn_, in, a));
+  os_ << "    }\n  }\n";
 }
 
 bool rounded_by_stores(const ir::Function& fn, const passes::Analysis& a, const ir::Instr& in) {

@@ -51,6 +51,8 @@ class Emitter {
   void compare(const ir::Instr& in, const std::string& op);
   /// A mask the analysis found to be an interval of a stepping index, as the bits of each run at once.
   void interval_mask(const ir::Instr& in);
+  /// A where whose mask is an interval mask: each run's bits tested once (all on: a copy; else lane by lane).
+  void select_by_runs(const ir::Instr& in, const std::vector<std::string>& a);
   void cast(const ir::Instr& in);
 
   // ---- memory.cpp ----

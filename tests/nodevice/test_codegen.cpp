@@ -214,6 +214,10 @@ TEST(Codegen, IntervalMasksAreHeldAsBits) {
   // Read like a bool array by the run tests of the load (runs of 8 halves) and of the store (4 floats).
   EXPECT_NE(src.find("[e0 + 7]) {"), std::string::npos) << src;
   EXPECT_NE(src.find("[e0 + 3]) {"), std::string::npos) << src;
+  // where(mask, x, 1) tests each run's bits once: a run wholly in the mask copies x, any other selects
+  // lane by lane.
+  EXPECT_EQ(occurrences(src, "if (run == tf_run_all(8)) {"), 1u) << src;
+  EXPECT_NE(src.find(".w >> (r * 8)) & tf_run_all(8);"), std::string::npos) << src;
   // Not an interval: an index that does not step by one (every lane compares), or a bound constant over
   // each run (one compare a run already).
   Kernel<&masked_copy_program<true>> strided("masked_copy_strided", KernelOptions{2, {"in", "out", "n"}});
