@@ -216,6 +216,9 @@ TEST(RowsAlignment, PeeledKernelsMove16BytesPerAccess) {
         << ln_src;  // w, b (and x)
     EXPECT_EQ(occurrences(ln_src, "tf_copy_async<16>("), ahead ? 14u : 0u) << ln_src;  // a program's first row, then each next
     EXPECT_EQ(occurrences(ln_src, "tf_copy_async_prefix<16>("), ahead ? 2u : 0u) << ln_src;
+    // x - mean, zero outside the row's window: one test of a run's bits, a select per lane only where the
+    // window's ends cut the run.
+    EXPECT_GE(occurrences(ln_src, "if (run == tf_run_all(8)) {"), 1u) << ln_src;
   }
   for (RowVariant v : {RowVariant::looped, RowVariant::split}) {
     for (const Program* p : kernels::softmax_programs(v, ir::DType::f16, 30001, interpreter(true), 4)) {
