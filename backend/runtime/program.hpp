@@ -153,9 +153,9 @@ struct Inspection {
   std::string text() const;
   /// The kernel's machine code (SASS) as NVIDIA's disassembler prints it, after its instructions counted
   /// by opcode, on the whole-run path (whole_run_instructions) and by DSL statement
-  /// (instructions_by_statement). The source is compiled again with
-  /// -lineinfo, which gives each instruction its CUDA line and leaves the code unchanged. Needs nvdisasm
-  /// (TILEFUSE_NVDISASM, knobs::nvdisasm), not a GPU; throws std::runtime_error without it.
+  /// (instructions_by_statement). The source is compiled again with -lineinfo, which gives each
+  /// instruction its CUDA line and leaves the code unchanged. Needs nvdisasm (TILEFUSE_NVDISASM,
+  /// knobs::nvdisasm), not a GPU; throws std::runtime_error without it.
   std::string sass() const;
   /// The last part of text(): NVRTC's options, the ptxas report, registers, spills, stack, shared memory
   /// and the instruction count.
