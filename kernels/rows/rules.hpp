@@ -15,13 +15,22 @@
 
 namespace tilefuse::kernels {
 
+/// Percent of the SM's L1/shared array that every row kernel asks for as shared memory unless
+/// Tuning::shared_carveout says otherwise: 100, the most shared memory (the L1 keeps 28 KB of sm_90's
+/// 256). Measured for the staged kernels (bench/NOTES.md, staged kernels' knobs: the driver's choice no
+/// faster) and over the LayerNorm sweep, whose w and b are read again for every row (H100, bench/NOTES.md
+/// "The carveout"): the driver's choice (-1, shared memory as the resident programs need it, the rest L1)
+/// the same (worst 0.55, median 0.88 both), 0 (the most L1) as low as 0.26, where shared memory then
+/// limits the programs per SM.
+inline constexpr int kRowCarveout = 100;
+
 /// Everything about a sample kernel's KernelOptions but its parameter names: the key under which its
 /// Kernel is made once.
 struct KernelShape {
   int warps = 4;          ///< KernelOptions::num_warps
   int min_programs = 0;   ///< KernelOptions::min_programs_per_sm
   int cluster = 1;        ///< KernelOptions::cluster_size
-  int carveout = 100;     ///< KernelOptions::shared_carveout
+  int carveout = kRowCarveout;  ///< KernelOptions::shared_carveout
   bool groups = false;    ///< KernelOptions::resident_groups
   bool min_programs_unless_spilling = false;  ///< KernelOptions::min_programs_unless_spilling
   bool evict_last = true;  ///< KernelOptions::l2_evict_last
@@ -88,14 +97,6 @@ bool held_row_keeps_dram_busy(const Target& target, std::int64_t cols, int eleme
 /// piece is row_shape.
 KernelShape pieces_shape(const Tuning& tuning, int element_bytes, std::int64_t piece, int pieces, int resident_rule = 0);
 
-/// Percent of the SM's L1/shared array that every row kernel asks for as shared memory unless
-/// Tuning::shared_carveout says otherwise: 100, the most shared memory (the L1 keeps 28 KB of sm_90's
-/// 256). Measured for the staged kernels (bench/NOTES.md, staged kernels' knobs: the driver's choice no
-/// faster) and over the LayerNorm sweep, whose w and b are read again for every row (H100, bench/NOTES.md
-/// "The carveout"): the driver's choice (-1, shared memory as the resident programs need it, the rest L1)
-/// the same (worst 0.55, median 0.88 both), 0 (the most L1) as low as 0.26, where shared memory then
-/// limits the programs per SM.
-inline constexpr int kRowCarveout = 100;
 /// The carveout of the row kernels: Tuning::shared_carveout, else kRowCarveout.
 int row_carveout(const Tuning& tuning);
 
