@@ -103,12 +103,13 @@ void Emitter::arithmetic(const ir::Instr& in) {
     case Op::le: return compare(in, "<=");
     case Op::gt: return compare(in, ">");
     case Op::ge: return compare(in, ">=");
-    case Op::select:
+    case Op::select: {
       if (known_true(in.args[0])) return elementwise(in, a[1]);
-      if (a_.interval[in.args[0]].index >= 0 && fn_.values[in.result].rank > 0 && layout(fn_.values[in.result]).vector >= 4 &&
-          layout(fn_.values[in.result]).vector == layout(fn_.values[in.args[0]]).vector)
-        return select_by_runs(in, a);
-      return elementwise(in, elementwise_expr(fn_, in, a));
+      const ir::ValueType& t = fn_.values[in.result];
+      const bool by_runs = a_.interval[in.args[0]].index >= 0 && t.rank > 0 && layout(t).vector >= 4 &&
+                           layout(t).vector == layout(fn_.values[in.args[0]]).vector;  // the bits' runs
+      return by_runs ? select_by_runs(in, a) : elementwise(in, elementwise_expr(fn_, in, a));
+    }
     case Op::cast: return cast(in);
     default: return elementwise(in, elementwise_expr(fn_, in, a));
   }
