@@ -14,6 +14,11 @@ using ir::Op;
 
 namespace {
 
+// The fewest lanes of a run for which a where under an interval mask goes run by run (select_by_runs):
+// 8, the 16-bit elements of a 16-byte vector. With 4-lane runs (f32) the branches save half as many
+// selects, and the registers ptxas took for them cost programs an SM (bench/NOTES.md, where by runs).
+constexpr int kSelectByRunsLanes = 8;
+
 // How an op with a fixed spelling is written: $0 and $1 stand for the operands.
 struct Spelling {
   Op op;
@@ -106,7 +111,7 @@ void Emitter::arithmetic(const ir::Instr& in) {
     case Op::select: {
       if (known_true(in.args[0])) return elementwise(in, a[1]);
       const ir::ValueType& t = fn_.values[in.result];
-      const bool by_runs = a_.interval[in.args[0]].index >= 0 && t.rank > 0 && layout(t).vector >= 4 &&
+      const bool by_runs = a_.interval[in.args[0]].index >= 0 && t.rank > 0 && layout(t).vector >= kSelectByRunsLanes &&
                            layout(t).vector == layout(fn_.values[in.args[0]]).vector;  // the bits' runs
       return by_runs ? select_by_runs(in, a) : elementwise(in, elementwise_expr(fn_, in, a));
     }
@@ -158,7 +163,7 @@ void Emitter::interval_mask(const ir::Instr& in) {
 // replaces a bit test and a select an element, and the copies of the bits ptxas keeps for them: counted on
 // the whole-run path (whole_run_instructions), LayerNorm's programs issue 3 to 27% fewer instructions. A
 // third branch for runs wholly off the mask added more tests than it saved selects. Runs of fewer than
-// four lanes keep the plain select.
+// kSelectByRunsLanes lanes keep the plain select.
 void Emitter::select_by_runs(const ir::Instr& in, const std::vector<std::string>& a) {
   const passes::TileLayout& l = layout(fn_.values[in.result]);
   const int E = per_thread(fn_.values[in.result]);

@@ -218,6 +218,11 @@ TEST(Codegen, IntervalMasksAreHeldAsBits) {
   // lane by lane.
   EXPECT_EQ(occurrences(src, "if (run == tf_run_all(8)) {"), 1u) << src;
   EXPECT_NE(src.find(".w >> (r * 8)) & tf_run_all(8);"), std::string::npos) << src;
+  // f32 runs (4 lanes) keep the select lane by lane: run tests there cost registers they did not repay.
+  Kernel<&window_program<tl::f32>> f32_window("window_f32", KernelOptions{4, {"in", "out", "head", "n"}});
+  const std::string f32_src = f32_window.program().cuda_source(Specialization{{16, 16, 1, 1}});
+  EXPECT_NE(f32_src.find("[[maybe_unused]] const tf_bits v"), std::string::npos) << f32_src;
+  EXPECT_EQ(f32_src.find("if (run == tf_run_all("), std::string::npos) << f32_src;
   // Not an interval: an index that does not step by one (every lane compares), or a bound constant over
   // each run (one compare a run already).
   Kernel<&masked_copy_program<true>> strided("masked_copy_strided", KernelOptions{2, {"in", "out", "n"}});
