@@ -5,6 +5,9 @@
 # clean when every process reports zero errors and zero hazards and every test and example passes.
 # Writes OUT_DIR/sanitizers.md (the table) and one log per process.
 #   bash bench/sanitize_gpu.sh BUILD_DIR OUT_DIR [memcheck|racecheck|synccheck]...
+# SANITIZE_LIMIT=S ends any one process after S seconds (default: no limit); a process so ended counts as
+# failed and as cut in the table, so that a step that must fit a time budget still writes its row. Below
+# the table, one line per failed process: its failed tests and the tool's first report (what, where).
 # The tests that inject failing CUDA calls (an allocation beyond memory, rejected launches) make API
 # errors on purpose, so API errors are not reported by the tool (--report-api-errors no): every other
 # failing call throws and fails its test anyway.
@@ -15,6 +18,7 @@ shift 2
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=(memcheck racecheck synccheck)
 shards=${SANITIZE_SHARDS:-16}
+limit=${SANITIZE_LIMIT:-0}
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 mkdir -p "$out"
 export TILEFUSE_CACHE_DIR=${TILEFUSE_CACHE_DIR:-$PWD/$build/kernel-cache}
@@ -38,18 +42,36 @@ examples=(
 [ -x "$build/torch_tensors" ] && examples+=("torch_tensors")
 summary="$out/sanitizers.md"
 {
-  echo "| tool | device-tier tests passed | examples passed | errors reported | wall |"
-  echo "|---|---:|---:|---:|---:|"
+  echo "| tool | device-tier tests passed | examples passed | errors reported | wall | processes cut at the limit |"
+  echo "|---|---:|---:|---:|---:|---:|"
 } > "$summary"
+details="$out/.details"
+: > "$details"
 # Runs "$@" under $tool (with its $extra options) into log $1. A process exits 99 when the tool reported
 # something, else with the test binary's or example's status; a status other than 0 is written at the end
-# of its log (a process killed from outside prints nothing).
+# of its log (a process killed from outside prints nothing), and one ended by SANITIZE_LIMIT says so.
 run_logged() {
   local log=$1; shift
-  "$cs" --tool "$tool" "${extra[@]}" --report-api-errors no --error-exitcode 99 "$@" > "$log" 2>&1
+  local limiter=()
+  [ "$limit" -gt 0 ] && limiter=(timeout -k 10 "$limit")
+  "${limiter[@]}" "$cs" --tool "$tool" "${extra[@]}" --report-api-errors no --error-exitcode 99 "$@" > "$log" 2>&1
   local rc=$?
-  [ $rc -eq 0 ] || echo "sanitize_gpu.sh: exit status $rc" >> "$log"
+  if [ "$limit" -gt 0 ] && { [ $rc -eq 124 ] || [ $rc -eq 137 ]; }; then
+    echo "sanitize_gpu.sh: cut at the limit of $limit s" >> "$log"
+  elif [ $rc -ne 0 ]; then
+    echo "sanitize_gpu.sh: exit status $rc" >> "$log"
+  fi
   return $rc
+}
+# One line for the log $1 of a failed process: its name, the tests it failed, the tool's first report and
+# where it was (the kernel and offset), or how the process ended.
+detail() {
+  local what where tests ended
+  what=$(grep -m1 -E '^========= (Invalid|Barrier error|Error: Race|Race reported|Internal Sanitizer Error|[A-Z][a-z]+ (hazard|error) detected)' "$1" | sed 's/^========= //')
+  where=$(grep -m1 -E '^=========     at ' "$1" | sed 's/^=========     at //')
+  tests=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$1" | sed -E 's/^\[  FAILED  \] ([^ ]+).*/\1/' | sort -u | paste -sd ' ')
+  ended=$(grep -m1 -E '^sanitize_gpu.sh: ' "$1" | sed 's/^sanitize_gpu.sh: //')
+  echo "- $(basename "$1"): ${tests:+failed $tests; }${what:-no report}${where:+ at $where}${ended:+ ($ended)}" >> "$details"
 }
 # Example $1 of the list under $tool.
 run_example() {
@@ -86,8 +108,16 @@ for tool in "${tools[@]}"; do
   errors=$(cat "$out/$tool"-*.log | grep -oE "ERROR SUMMARY: [0-9]+ error" | awk '{s += $3} END {print s + 0}')
   hazards=$(cat "$out/$tool"-*.log | grep -oE "RACECHECK SUMMARY: [0-9]+ hazard" | awk '{s += $3} END {print s + 0}')
   total=$((errors + hazards))
-  echo "| $tool | $passed ($tests_failed failed) | $ex_ok of ${#examples[@]} | $total | $(( $(date +%s) - start )) s |" >> "$summary"
+  cut=$(cat "$out/$tool"-*.log | grep -c '^sanitize_gpu.sh: cut at the limit')
+  echo "| $tool | $passed ($tests_failed failed) | $ex_ok of ${#examples[@]} | $total | $(( $(date +%s) - start )) s | $cut |" >> "$summary"
   [ "$failed_procs" -eq 0 ] && [ "$total" -eq 0 ] && [ "$tests_failed" -eq 0 ] && [ "$ex_ok" -eq ${#examples[@]} ] || status=1
+  for log in "$out/$tool"-*.log; do
+    grep -qE '^sanitize_gpu.sh: |^\[  FAILED  \]|^========= ERROR SUMMARY: [1-9]|^========= RACECHECK SUMMARY: [1-9]' "$log" && detail "$log"
+  done
 done
+if [ -s "$details" ]; then
+  { echo; echo "Failed processes:"; echo; cat "$details"; } >> "$summary"
+fi
+rm -f "$details"
 cat "$summary"
 exit $status
