@@ -47,6 +47,17 @@ summary="$out/sanitizers.md"
 } > "$summary"
 details="$out/.details"
 : > "$details"
+# One line for the log $1 of a failed process: its name, the tests it failed, the tool's first report and
+# where it was (the kernel and offset), or how the process ended; processes run side by side append
+# one short line each.
+detail() {
+  local what where tests ended
+  what=$(grep -m1 -E '^========= (Invalid|Barrier error|Error: Race|Race reported|Internal Sanitizer Error|[A-Z][a-z]+ (hazard|error) detected)' "$1" | sed 's/^========= //')
+  where=$(grep -m1 -E '^=========     at ' "$1" | sed 's/^=========     at //')
+  tests=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$1" | sed -E 's/^\[  FAILED  \] ([^ ]+).*/\1/' | sort -u | paste -sd ' ')
+  ended=$(grep -m1 -E '^sanitize_gpu.sh: ' "$1" | sed 's/^sanitize_gpu.sh: //')
+  echo "- $(basename "$1"): ${tests:+failed $tests; }${what:-no report}${where:+ at $where}${ended:+ ($ended)}" >> "$details"
+}
 # Runs "$@" under $tool (with its $extra options) into log $1. A process exits 99 when the tool reported
 # something, else with the test binary's or example's status; a status other than 0 is written at the end
 # of its log (a process killed from outside prints nothing), and one ended by SANITIZE_LIMIT says so.
@@ -61,17 +72,8 @@ run_logged() {
   elif [ $rc -ne 0 ]; then
     echo "sanitize_gpu.sh: exit status $rc" >> "$log"
   fi
+  [ $rc -eq 0 ] || detail "$log"
   return $rc
-}
-# One line for the log $1 of a failed process: its name, the tests it failed, the tool's first report and
-# where it was (the kernel and offset), or how the process ended.
-detail() {
-  local what where tests ended
-  what=$(grep -m1 -E '^========= (Invalid|Barrier error|Error: Race|Race reported|Internal Sanitizer Error|[A-Z][a-z]+ (hazard|error) detected)' "$1" | sed 's/^========= //')
-  where=$(grep -m1 -E '^=========     at ' "$1" | sed 's/^=========     at //')
-  tests=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$1" | sed -E 's/^\[  FAILED  \] ([^ ]+).*/\1/' | sort -u | paste -sd ' ')
-  ended=$(grep -m1 -E '^sanitize_gpu.sh: ' "$1" | sed 's/^sanitize_gpu.sh: //')
-  echo "- $(basename "$1"): ${tests:+failed $tests; }${what:-no report}${where:+ at $where}${ended:+ ($ended)}" >> "$details"
 }
 # Example $1 of the list under $tool.
 run_example() {
@@ -111,12 +113,9 @@ for tool in "${tools[@]}"; do
   cut=$(cat "$out/$tool"-*.log | grep -c '^sanitize_gpu.sh: cut at the limit')
   echo "| $tool | $passed ($tests_failed failed) | $ex_ok of ${#examples[@]} | $total | $(( $(date +%s) - start )) s | $cut |" >> "$summary"
   [ "$failed_procs" -eq 0 ] && [ "$total" -eq 0 ] && [ "$tests_failed" -eq 0 ] && [ "$ex_ok" -eq ${#examples[@]} ] || status=1
-  for log in "$out/$tool"-*.log; do
-    grep -qE '^sanitize_gpu.sh: |^\[  FAILED  \]|^========= ERROR SUMMARY: [1-9]|^========= RACECHECK SUMMARY: [1-9]' "$log" && detail "$log"
-  done
 done
 if [ -s "$details" ]; then
-  { echo; echo "Failed processes:"; echo; cat "$details"; } >> "$summary"
+  { echo; echo "Failed processes:"; echo; sort "$details"; } >> "$summary"
 fi
 rm -f "$details"
 cat "$summary"
