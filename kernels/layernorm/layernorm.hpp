@@ -28,8 +28,8 @@ inline constexpr std::int64_t kRmsNormMaxCols = 16384;
 inline constexpr std::int64_t kNormClusterPieceCols = 16384;
 /// Widest row the cluster LayerNorm takes: 8 programs of kNormClusterPieceCols columns.
 inline constexpr std::int64_t kNormClusterMaxCols = 8 * kNormClusterPieceCols;
-/// Widest row the staged LayerNorm takes: a cluster of 8 programs of kStageMaxCols columns.
-inline constexpr std::int64_t kNormStagedMaxCols = 8 * kStageMaxCols;
+/// Widest row the staged LayerNorm takes: a cluster of 16 programs of kClusterStageMaxCols columns.
+inline constexpr std::int64_t kNormStagedMaxCols = kStagedMaxCols;
 /// Shared memory per program of the staged LayerNorm unless Tuning::stage_bytes says otherwise: 32 KB, as
 /// the staged softmax (a row wider than that goes over a cluster).
 inline constexpr std::int64_t kNormStageBytes = 32768;
@@ -142,8 +142,9 @@ void layernorm_cluster(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, 
 /// LayerNorm of rows up to kNormStagedMaxCols columns, each read once and exactly two-pass: the row is
 /// staged through shared memory, by one program or, past one stage (kNormStageBytes or
 /// Tuning::stage_bytes), by a thread-block cluster of `splits` programs (sm_90; 0: Tuning::staged_cluster,
-/// else the fewest, at most 8; 9 to 16, Hopper's non-portable clusters, take rows up to 16 x
-/// kClusterStageMaxCols columns) that combine their sums through distributed shared memory.
+/// else the launch's plan, auto_stage_split: the fewest, up to 8, then 8 or 16; 9 to 16, Hopper's
+/// non-portable clusters, take rows up to 16 x kClusterStageMaxCols columns) that combine their sums
+/// through distributed shared memory.
 template <class Buf, class F32Buf>
 void layernorm_staged(Buf& x, Buf& w, Buf& b, Buf& y, RowStats<F32Buf>& stats, std::int64_t rows, std::int64_t cols,
                       float eps = 1e-5f, const RowOptions& opt = {}, std::int64_t splits = 0) {

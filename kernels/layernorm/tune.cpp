@@ -28,9 +28,10 @@ std::vector<RowConfig> layernorm_space(std::int64_t rows, std::int64_t cols, int
       t.rows_ahead = !layernorm_launch::rows_ahead_pays(window_cols(cols, element_bytes), element_bytes);
     });
   }
-  // Every width the staged kernel takes (a cluster of stages past one, as the automatic choice may run it):
-  // rows read through windows measured faster at 4 and 8 warps, whole-vector rows at 2 (bench/NOTES.md).
-  if (cols <= kStageMaxCols || (target.clusters && cols <= kNormStagedMaxCols))
+  // Every width the automatic choice may run the staged kernel at (a cluster of up to 8 stages past one;
+  // LayerNorm's clusters of 16 measured slower, bench/NOTES.md): rows read through windows measured
+  // faster at 4 and 8 warps, whole-vector rows at 2 (bench/NOTES.md).
+  if (cols <= kStageMaxCols || (target.clusters && cols <= kMaxPortableClusterSize * kStageMaxCols))
     for (int w : {2, 4, 8}) space.add(RowVariant::staged, [&](Tuning& t) { t.staged_warps = w; });
   if (target.clusters && cols <= kNormClusterMaxCols) space.add(RowVariant::cluster);
   space.add(RowVariant::looped);

@@ -22,12 +22,14 @@ bool split_fits(std::int64_t rows, std::int64_t cols, int, const RowOptions& opt
   return few_rows(tilefuse::target(opt.backend), rows, cols, layernorm_launch::kLoopBlock);
 }
 
-// Rows too wide for one program: staged (read once, a cluster of up to 8 stages of up to
-// kAutoMaxStageBytes, or Tuning::stage_bytes where larger) where it fits, unless the looped kernel's
-// second pass finds its rows in the L2 (staged_over_looped).
+// Rows too wide for one program: staged (read once, a cluster of up to 8 stages that leave three programs
+// an SM, auto_stage_cols, or Tuning::stage_bytes where larger) where it fits, unless the looped kernel's
+// second pass finds its rows in the L2 (staged_over_looped). Not the softmax's wider plan: LayerNorm's
+// staged rows forced onto stages of 80-96 KB lost 0.03-0.09 x copy (bench/NOTES.md).
 bool staged_chosen(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  const std::int64_t piece = auto_stage_cols(element_bytes, opt.tuning);
-  return staged_over_looped(tilefuse::target(opt.backend), rows, cols, element_bytes, piece, layernorm_launch::kLoopBlock, opt.tuning);
+  const Target target = tilefuse::target(opt.backend);
+  return staged_over_looped(target, rows, cols * element_bytes, stages_hold(target, cols, auto_stage_cols(element_bytes, opt.tuning)),
+                            layernorm_launch::kLoopBlock, opt.tuning);
 }
 
 // In order of preference: the first entry whose `fits` holds is the automatic choice. The cluster kernel

@@ -152,14 +152,13 @@ std::int64_t looped_cluster_programs(const RowCall& call, const LoopedCluster& p
 
 StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_bytes, std::int64_t stage_bytes, bool peel,
                        const char* alternative) {
-  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, call.opt.tuning.stage_bytes.value_or(stage_bytes) / element_bytes);
-  // Tuning::staged_cluster asks for k programs a row where the caller's splits leave it to the plan;
-  // clusters past 8 (non-portable) take wider stages.
+  // Tuning::staged_cluster asks for k programs a row where the caller's splits leave it to the plan, else
+  // the plan's own (auto_stage_split); clusters past 8 (non-portable) take wider stages.
   if (splits == 0 && call.opt.tuning.staged_cluster) splits = *call.opt.tuning.staged_cluster;
+  if (splits == 0) splits = auto_stage_split(call.cols, element_bytes, stage_piece(call.opt.tuning, stage_bytes, element_bytes), peel).splits;
   const bool wide = splits > kMaxPortableClusterSize;
   const std::int64_t max_stage = wide ? kClusterStageMaxCols : kStageMaxCols;
-  const auto split = cluster_split(call.entry, alternative, call.rows, call.cols,
-                                   splits == 0 ? std::min<std::int64_t>(8, (call.cols + piece - 1) / piece) : splits, max_stage,
+  const auto split = cluster_split(call.entry, alternative, call.rows, call.cols, splits, max_stage,
                                    wide ? kMaxClusterSize : kMaxPortableClusterSize);
   if (split.splits > 1) {
     const Target target = call.target();
@@ -169,18 +168,17 @@ StagedPlan staged_plan(const RowCall& call, std::int64_t splits, int element_byt
                                   " programs, which needs sm_90; this GPU is " + target.arch + " (" + alternative + " runs anywhere)");
   }
   // A window starts up to a vector less one element before the chunk: the stage needs room for that.
-  const std::int64_t window = window_cols(split.chunk, element_bytes);
-  const bool windowed = peel && window <= max_stage;
-  return {split, windowed, windowed ? window : split.chunk};
+  const bool windowed = stage_windowed(split.chunk, element_bytes, peel, max_stage);
+  return {split, windowed, windowed ? window_cols(split.chunk, element_bytes) : split.chunk};
 }
 
 StagedPlan resident_plan(const RowCall& call, int element_bytes, std::int64_t stage_bytes, bool peel) {
-  const std::int64_t piece = std::min<std::int64_t>(kStageMaxCols, call.opt.tuning.stage_bytes.value_or(stage_bytes) / element_bytes);
+  const std::int64_t piece = stage_piece(call.opt.tuning, stage_bytes, element_bytes);
   // A window starts up to a vector less one element before its chunk: chunks leave the stage room for it.
   // Chunks are whole multiples of 8 columns (every chunk of a whole-vector row starts aligned).
   const std::int64_t room = (peel ? piece - 16 / element_bytes : piece) / 8 * 8;
   const std::int64_t splits = (call.cols + room - 1) / room;
-  const std::int64_t chunk = ((call.cols + splits - 1) / splits + 7) / 8 * 8;  // at most room
+  const std::int64_t chunk = cluster_chunk(call.cols, splits);  // at most room
   if (call.rows * splits > 2147483647)
     throw std::invalid_argument(std::string("tilefuse ") + call.entry + ": rows x splits = " + std::to_string(call.rows * splits) +
                                 " exceeds 2^31-1 programs");

@@ -143,9 +143,10 @@ struct StagedPlan {
   bool peel;
   std::int64_t stage_cols;
 };
-/// The plan of a staged launch: `splits` programs per row (0: Tuning::staged_cluster where set, else the
-/// fewest whose stages hold at most `stage_bytes`, or Tuning::stage_bytes, each, at most 8; 9 to 16 take
-/// stages of up to kClusterStageMaxCols columns: the launchers' with_stage<kClusterStageMaxCols>), checked
+/// The plan of a staged launch: `splits` programs per row (0: Tuning::staged_cluster where set, else
+/// auto_stage_split over stages of at most `stage_bytes`, or Tuning::stage_bytes: the fewest, up to 8,
+/// then 8 or 16; 9 to 16 take stages of up to kClusterStageMaxCols columns: the launchers'
+/// with_stage<kClusterStageMaxCols>), checked
 /// by cluster_split, and more than one only where the GPU has clusters (sm_90); errors name `alternative`
 /// as the kernel that runs anywhere.
 /// `peel` is the family's rule for the rows, taken where a chunk's window fits one stage.

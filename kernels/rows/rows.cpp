@@ -81,7 +81,7 @@ void validate(const Tuning& t) {
   check_range(t.shared_carveout, -1, 100, false, "shared_carveout", "from -1 to 100");
   check_range(t.looped_programs_per_sm, 1, 64, false, "looped_programs_per_sm", "from 1 to 64");
   check_range(t.looped_cluster, 1, 8, false, "looped_cluster", "from 1 to 8");
-  static_assert(kMaxClusterSize == 16, "staged_cluster's message names the bound");
+  static_assert(kMaxClusterSize == 16 && kStagedMaxSplits == kMaxClusterSize, "staged_cluster's message names the bound");
   check_range(t.staged_cluster, 1, kMaxClusterSize, false, "staged_cluster", "from 1 to 16");
   static_assert(kMaxLoopedGroup == 4096, "looped_groups' message names the bound");
   check_range(t.looped_groups, 0, kMaxLoopedGroup, false, "looped_groups", "from 0 to 4096");
@@ -156,7 +156,7 @@ ClusterSplit cluster_split(const char* kernel, const char* alternative, std::int
                                 std::to_string(max_splits) + " programs of " + std::to_string(max_piece) + "; " + alternative +
                                 " takes rows of any width)");
   if (splits == 0) splits = (cols + max_piece - 1) / max_piece;
-  const std::int64_t chunk = splits > 0 ? ((cols + splits - 1) / splits + 7) / 8 * 8 : 0;
+  const std::int64_t chunk = splits > 0 ? cluster_chunk(cols, splits) : 0;
   if (splits < 1 || splits > max_splits || chunk > max_piece)
     throw std::invalid_argument(std::string("tilefuse ") + kernel + ": argument splits: expected 0 (automatic) or 1 to " +
                                 std::to_string(max_splits) + " with at most " +
@@ -220,17 +220,42 @@ int looped_cluster_rule(const Target& target, std::int64_t rows, std::int64_t ro
 }
 
 std::int64_t auto_stage_cols(int element_bytes, const Tuning& tuning) {
-  return std::min<std::int64_t>(kStageMaxCols, std::max(tuning.stage_bytes.value_or(kAutoMaxStageBytes), kAutoMaxStageBytes) / element_bytes);
+  std::int64_t cols = kStageMaxCols;
+  while (cols > kStageGranule && stages_per_sm(cols * element_bytes) < kStagedMinPrograms) cols -= kStageGranule;
+  return std::min(kStageMaxCols, std::max(cols, tuning.stage_bytes.value_or(0) / element_bytes));
+}
+
+std::int64_t stage_piece(const Tuning& tuning, std::int64_t stage_bytes, int element_bytes) {
+  return std::min<std::int64_t>(kStageMaxCols, tuning.stage_bytes.value_or(stage_bytes) / element_bytes);
+}
+
+std::int64_t cluster_chunk(std::int64_t cols, std::int64_t splits) { return ((cols + splits - 1) / splits + 7) / 8 * 8; }
+
+bool stage_windowed(std::int64_t chunk, int element_bytes, bool peel, std::int64_t max_stage) {
+  return peel && window_cols(chunk, element_bytes) <= max_stage;
+}
+
+StageSplit auto_stage_split(std::int64_t cols, int element_bytes, std::int64_t piece, bool peel) {
+  // The stage (whole granules) a program of `splits` holds: its chunk, or the chunk's window.
+  auto stage = [&](std::int64_t splits, std::int64_t max_stage) {
+    const std::int64_t chunk = cluster_chunk(cols, splits);
+    const std::int64_t held = stage_windowed(chunk, element_bytes, peel, max_stage) ? window_cols(chunk, element_bytes) : chunk;
+    return (held + kStageGranule - 1) / kStageGranule * kStageGranule;
+  };
+  const std::int64_t fewest = std::max<std::int64_t>(1, (cols + piece - 1) / piece);
+  if (fewest <= kMaxPortableClusterSize) return {fewest, stage(fewest, kStageMaxCols)};
+  const std::int64_t eight = stage(kMaxPortableClusterSize, kStageMaxCols);
+  if (eight <= kStageMaxCols && stages_per_sm(eight * element_bytes) >= kStagedWidePrograms) return {kMaxPortableClusterSize, eight};
+  return {kMaxClusterSize, stage(kMaxClusterSize, kClusterStageMaxCols)};
 }
 
 bool stages_hold(const Target& target, std::int64_t cols, std::int64_t piece) {
   return cols <= piece || (cols <= 8 * piece && target.clusters);
 }
 
-bool staged_over_looped(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
-                        std::int64_t loop_block, const Tuning& tuning) {
-  return stages_hold(target, cols, piece) &&
-         !looped_rereads_fit_l2(target, rows, cols * element_bytes, looped_shape(tuning, loop_block).warps, tuning);
+bool staged_over_looped(const Target& target, std::int64_t rows, std::int64_t row_bytes, bool staged_holds, std::int64_t loop_block,
+                        const Tuning& tuning) {
+  return staged_holds && !looped_rereads_fit_l2(target, rows, row_bytes, looped_shape(tuning, loop_block).warps, tuning);
 }
 
 SplitPlan split_plan(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,

@@ -187,32 +187,66 @@ bool looped_rereads_fit_l2(const Target& target, std::int64_t rows, std::int64_t
 /// kL2ReusePercent of the L2 (looped_rereads_fit_l2), where rows are few (fewer than two a SM: a cluster
 /// per row would leave SMs idle; the split kernels' class) and without clusters; else the fewest of 2, 4
 /// and 8 whose clusters keep few enough rows in flight (8 where none does). The automatic choice sends
-/// such rows to the looped kernel only where no staged cluster holds them (rows of over 512 KB): there
-/// clusters of 4 and 8 measured +0.06 to +0.09 x copy over one program per row (1186x147408 f32, H100);
-/// where staged clusters or one program per row take the rows, they lost (bench/NOTES.md, "Looped rows
-/// over clusters").
+/// such rows to the looped kernel only where no staged cluster holds them (LayerNorm's rows of over 512
+/// KB; the softmax's past its wide staged plan, softmax_staged_fits): there clusters of 4 and 8 measured
+/// +0.06 to +0.09 x copy over one program per row (1186x147408 f32, H100; the softmax's 8 stages of 80 KB
+/// a further +0.16); where staged clusters or one program per row take the rows, they lost
+/// (bench/NOTES.md, "Looped rows over clusters").
 int looped_cluster_rule(const Target& target, std::int64_t rows, std::int64_t row_bytes, int warps, const Tuning& tuning = {});
 
-/// Largest stage the automatic choice lets one program of a staged cluster hold (the launchers size the
-/// stages of a row by its chunk, at least the family's own stage): 64 KB stages beat the looped kernels,
-/// 128 KB stages lost to them (softmax, bench/NOTES.md); LayerNorm's rows of 256-512 KB, staged in
-/// stages of 47-64 KB, ran 0.03-0.04 x copy ahead of looped.
-inline constexpr std::int64_t kAutoMaxStageBytes = 65536;
+/// Programs an SM that the stages of the automatic choice's staged clusters of up to 8 must leave
+/// (auto_stage_cols): three, what stages of 64 KB leave; such stages beat the looped kernels where stages
+/// of 128 KB (one program an SM) lost to them (softmax, bench/NOTES.md), and LayerNorm's rows of 256-512
+/// KB, staged in stages of 47-64 KB, ran 0.03-0.04 x copy ahead of looped.
+inline constexpr std::int64_t kStagedMinPrograms = 3;
 
-/// Columns of `element_bytes` one staged program of the automatic choice holds: a stage of
-/// kAutoMaxStageBytes, or of Tuning::stage_bytes where larger, and at most kStageMaxCols.
+/// Columns of `element_bytes` one staged program of the automatic choice holds: the widest stage of whole
+/// kStageGranule columns that leaves kStagedMinPrograms programs an SM (stages_per_sm; 16384 f32 or 32768
+/// half columns), or Tuning::stage_bytes where larger, at most kStageMaxCols.
 std::int64_t auto_stage_cols(int element_bytes, const Tuning& tuning);
+
+/// Programs an SM that the stages of a staged softmax must leave where its rows are wider than 8 of
+/// auto_stage_cols' stages (auto_stage_split's plan), and the waves of such programs its launch must run:
+/// forced onto those rows, 8 stages of 80-96 KB (two an SM) gained 0.08-0.16 x copy over the looped and
+/// split kernels where the launch ran several waves, and drew or lost under two (H100, bench/NOTES.md
+/// "Staged stages counted in programs an SM, and waves").
+inline constexpr std::int64_t kStagedWidePrograms = 2;
+inline constexpr std::int64_t kStagedWideMinWaves = 2;
+
+/// Columns of one stage of a staged family whose own stage is `stage_bytes`: Tuning::stage_bytes where
+/// set, at most kStageMaxCols.
+std::int64_t stage_piece(const Tuning& tuning, std::int64_t stage_bytes, int element_bytes);
+
+/// Columns of each program's chunk of a row of `cols` over `splits` programs: whole multiples of 8, so
+/// that every chunk of a whole-vector row starts 16-byte aligned.
+std::int64_t cluster_chunk(std::int64_t cols, std::int64_t splits);
+
+/// Whether a staged program copies its chunk of `chunk` columns from the vector boundary before it: where
+/// the family's rule `peel` says so and the chunk's window fits a stage of `max_stage` columns.
+bool stage_windowed(std::int64_t chunk, int element_bytes, bool peel, std::int64_t max_stage);
+
+/// How a staged launch whose splits are left to it holds rows of `cols`: `splits` programs a row, each
+/// with a stage of `stage_cols` (whole kStageGranule columns, what with_stage compiles).
+struct StageSplit {
+  std::int64_t splits, stage_cols;
+};
+
+/// The plan of a staged launch whose splits are left to it (staged_plan): the fewest programs of at most
+/// `piece` columns, up to 8; past 8 pieces a cluster of 8 where its stages leave kStagedWidePrograms an
+/// SM, else of 16 (kMaxClusterSize, stages up to kClusterStageMaxCols; rows past 16 of those are refused
+/// by cluster_split). `peel`: the family's window rule for the row (stage_windowed).
+StageSplit auto_stage_split(std::int64_t cols, int element_bytes, std::int64_t piece, bool peel);
 
 /// Whether a staged kernel whose programs hold up to `piece` columns takes rows of `cols` on `target`:
 /// one program, or a cluster of up to 8 where the target runs clusters.
 bool stages_hold(const Target& target, std::int64_t cols, std::int64_t piece);
 
-/// The automatic choice between a family's staged kernel (programs of up to `piece` columns) and its
-/// looped one (pieces of `loop_block`, looped_shape) for rows too wide for one program: staged where its
-/// stages hold the row (stages_hold) and the looped kernel's second pass would not find its rows in the L2
-/// (looped_rereads_fit_l2).
-bool staged_over_looped(const Target& target, std::int64_t rows, std::int64_t cols, int element_bytes, std::int64_t piece,
-                        std::int64_t loop_block, const Tuning& tuning);
+/// The automatic choice between a family's staged kernel and its looped one (pieces of `loop_block`,
+/// looped_shape) for rows of `row_bytes` too wide for one program: staged where the family's rule says its
+/// stages hold the row (`staged_holds`: stages_hold, and for the softmax its wide plan) and the looped
+/// kernel's second pass would not find its rows in the L2 (looped_rereads_fit_l2).
+bool staged_over_looped(const Target& target, std::int64_t rows, std::int64_t row_bytes, bool staged_holds, std::int64_t loop_block,
+                        const Tuning& tuning);
 
 /// Rows a program of the split LayerNorm's second kernel normalizes over groups of `group_rows` rows (the
 /// last of `last_group_rows`) whose windows share their offset into a vector every `step` rows (a vector's

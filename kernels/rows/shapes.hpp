@@ -79,6 +79,10 @@ inline constexpr std::int64_t kStageMaxCols = 32768;
 /// 16th of rows past 8 x kStageMaxCols (588615 columns: 36789) needs more than kStageMaxCols; 40960 halves
 /// (80 KB) still leave an SM two programs.
 inline constexpr std::int64_t kClusterStageMaxCols = 40960;
+/// Programs of the widest staged cluster (Hopper's non-portable size; KernelOptions' kMaxClusterSize).
+inline constexpr std::int64_t kStagedMaxSplits = 16;
+/// Widest row the staged kernels take: kStagedMaxSplits programs of kClusterStageMaxCols columns.
+inline constexpr std::int64_t kStagedMaxCols = kStagedMaxSplits * kClusterStageMaxCols;
 
 /// Calls f.template operator()<STAGE>() with STAGE = cols rounded up to a multiple of kStageGranule, for
 /// cols from 1 to Max: the stage fits the row with less than one granule to spare, so that a 12288-column

@@ -13,6 +13,10 @@ using Args = detail::SoftmaxArgs;
 /// Column piece of the looped and split-row kernels: 4096 elements (16 per thread at 8 warps).
 inline constexpr int kLoopBlock = 4096;
 
+/// Shared memory per program of the staged softmax unless Tuning::stage_bytes says otherwise: 32 KB (a
+/// row wider than that goes over a cluster, staged_plan).
+inline constexpr std::int64_t kStageBytes = 32768;
+
 /// Threads per SM the one-program kernel asks room for when it reads rows through a window (unless
 /// Tuning::resident_threads says otherwise): as many as leave each thread the registers of the kernel
 /// for whole-vector rows, 64 for f16/bf16 (1024 threads) and 40 for f32 (1536). The window's masks held

@@ -27,8 +27,8 @@ inline constexpr std::int64_t kSoftmaxClusterPieceCols = 16384;
 /// Widest row the cluster softmax takes: 8 programs (the portable cluster size) of kSoftmaxClusterPieceCols
 /// columns.
 inline constexpr std::int64_t kSoftmaxClusterMaxCols = 8 * kSoftmaxClusterPieceCols;
-/// Widest row the staged softmax takes: a cluster of 8 programs of 32768 columns.
-inline constexpr std::int64_t kSoftmaxStagedMaxCols = 8 * kStageMaxCols;
+/// Widest row the staged softmax takes: a cluster of 16 programs of kClusterStageMaxCols columns.
+inline constexpr std::int64_t kSoftmaxStagedMaxCols = kStagedMaxCols;
 /// Most splits of one row the split-row softmax supports (the combine kernel holds them as one tile).
 inline constexpr std::int64_t kSoftmaxMaxSplits = 1024;
 
@@ -36,11 +36,14 @@ inline constexpr std::int64_t kSoftmaxMaxSplits = 1024;
 std::span<const VariantInfo> softmax_variants();
 /// The variant softmax_auto runs for `rows` rows of `cols` elements of `element_bytes` on `opt.backend`.
 RowVariant softmax_choice(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt = {});
-/// Whether softmax_auto can send rows of `cols` elements of `element_bytes` to the staged kernel: one
-/// program, or a cluster of at most 8 whose stages hold at most kAutoMaxStageBytes each (or
-/// Tuning::stage_bytes when that is larger). It does when, besides, the looped kernel's second pass would
-/// not find its rows in the L2 (looped_rereads_fit_l2 in kernels/rows/rules.hpp).
-bool softmax_staged_fits(std::int64_t cols, int element_bytes, Backend backend, const Tuning& tuning = {});
+/// Whether softmax_auto can send `rows` rows of `cols` elements of `element_bytes` to the staged kernel:
+/// one program, or a cluster of at most 8 whose stages leave three programs an SM (auto_stage_cols, or
+/// Tuning::stage_bytes when that is larger); on a GPU with clusters also wider rows, on the staged launch's
+/// own plan (auto_stage_split: 8 or 16 programs a row), where its stages leave two programs an SM and the
+/// launch runs at least two waves of them (kStagedWidePrograms, kStagedWideMinWaves). It does when,
+/// besides, the looped kernel's second pass would not find its rows in the L2 (looped_rereads_fit_l2 in
+/// kernels/rows/rules.hpp).
+bool softmax_staged_fits(std::int64_t rows, std::int64_t cols, int element_bytes, Backend backend, const Tuning& tuning = {});
 
 /// Scratch for the split-row softmax: rows x splits partial maxima and sums (f32).
 template <class F32Buf>
@@ -109,10 +112,11 @@ void softmax_cluster(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, co
   detail::softmax(RowVariant::cluster, {memory_arg(in), memory_arg(out), rows, cols}, opt);
 }
 
-/// Rows up to 262144 columns, each read once and staged through shared memory: a row is split over
-/// `splits` programs (0: Tuning::staged_cluster, else the fewest whose piece fits Tuning::stage_bytes, 32
-/// KB by default; above 1 a thread-block cluster, sm_90; 9 to 16, Hopper's non-portable clusters, take
-/// rows up to 16 x kClusterStageMaxCols = 655360 columns).
+/// Rows up to kSoftmaxStagedMaxCols (655360) columns, each read once and staged through shared memory: a
+/// row is split over `splits` programs (0: Tuning::staged_cluster, else the launch's plan,
+/// auto_stage_split: the fewest, up to 8, whose piece fits Tuning::stage_bytes, 32 KB by default, then 8
+/// or 16; above 1 a thread-block cluster, sm_90; 9 to 16, Hopper's non-portable clusters, take rows up to
+/// 16 x kClusterStageMaxCols columns).
 template <class Buf>
 void softmax_staged(Buf& in, Buf& out, std::int64_t rows, std::int64_t cols, const RowOptions& opt = {}, std::int64_t splits = 0) {
   static_assert(holds_floats<Buf>, "tilefuse softmax_staged: elements must be float, half or bfloat16.");

@@ -37,7 +37,7 @@ void staged(const RowCall& call, const Args& a) {
   check_matrix(call, "out", a.out);
   const int bytes = ir::dtype_bytes(a.in.dtype);
   // Rows that are not whole vectors: each chunk copied from the vector boundary before it.
-  const StagedPlan plan = staged_plan(call, a.splits, bytes, 32768, peeled(call.opt.tuning, call.cols, bytes), "kernels::softmax_looped");
+  const StagedPlan plan = staged_plan(call, a.splits, bytes, kStageBytes, peeled(call.opt.tuning, call.cols, bytes), "kernels::softmax_looped");
   const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
   const bool strided = call.opt.tuning.stride_stages.value_or(false);
   with_float_dtype(a.in.dtype, [&]<class T>() {
@@ -63,7 +63,7 @@ void resident(const RowCall& call, const Args& a) {
   check_matrix(call, "in", a.in);
   check_matrix(call, "out", a.out);
   const int bytes = ir::dtype_bytes(a.in.dtype);
-  const StagedPlan plan = resident_plan(call, bytes, 32768, peeled(call.opt.tuning, call.cols, bytes));
+  const StagedPlan plan = resident_plan(call, bytes, kStageBytes, peeled(call.opt.tuning, call.cols, bytes));
   const Arg n = i32(call.cols), chunk = i32(plan.split.chunk), splits = i32(plan.split.splits);
   const bool strided = call.opt.tuning.stride_stages.value_or(false);
   with_float_dtype(a.in.dtype, [&]<class T>() {

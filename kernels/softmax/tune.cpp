@@ -20,7 +20,7 @@ std::vector<RowConfig> softmax_space(std::int64_t rows, std::int64_t cols, int e
     narrow_row_configs(space, cols, element_bytes, opt.tuning, /*column_operands=*/false);
   }
   if (peeled(opt.tuning, cols, element_bytes)) space.add(RowVariant::automatic, [](Tuning& t) { t.peel = false; });
-  if (softmax_staged_fits(cols, element_bytes, opt.backend, opt.tuning) || cols <= kSoftmaxStagedMaxCols)
+  if (cols <= kSoftmaxStagedMaxCols)
     for (int w : {1, 2, 4})
       for (std::int64_t s : {32768, 65536})
         space.add(RowVariant::staged, [&](Tuning& t) {

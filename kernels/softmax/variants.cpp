@@ -22,25 +22,49 @@ bool one_program_fits(std::int64_t, std::int64_t cols, int element_bytes, const 
   return held_row_keeps_dram_busy(tilefuse::target(opt.backend), cols, element_bytes);
 }
 
-bool staged_fits(std::int64_t, std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  return stages_hold(tilefuse::target(opt.backend), cols, auto_stage_cols(element_bytes, opt.tuning));
+// Rows past 8 of auto_stage_cols' stages, on a GPU with clusters: the staged launch's own plan
+// (auto_stage_split: a cluster of 8, or of 16 where 8 would leave fewer than two programs an SM), where its
+// stages leave kStagedWidePrograms an SM and the launch runs kStagedWideMinWaves waves of them. Forced onto
+// such rows (H100, bench/NOTES.md "Staged stages counted in programs an SM, and waves"), 8 stages of 80-96
+// KB gained 0.08-0.16 x copy over the looped and split kernels over several waves and drew or lost under
+// two; clusters of 16 gained 0.16 on the sweep's widest half rows.
+std::optional<StageSplit> wide_stage_split(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  const Target target = tilefuse::target(opt.backend);
+  if (!target.gpu || !target.clusters || cols > kSoftmaxStagedMaxCols) return std::nullopt;
+  const StageSplit plan =
+      auto_stage_split(cols, element_bytes, stage_piece(opt.tuning, softmax_launch::kStageBytes, element_bytes), peeled(opt.tuning, cols, element_bytes));
+  const std::int64_t per_sm = stages_per_sm(plan.stage_cols * element_bytes);
+  if (per_sm < kStagedWidePrograms || rows * plan.splits < kStagedWideMinWaves * per_sm * target.sm_count) return std::nullopt;
+  return plan;
+}
+
+// Programs a row of the staged kernel as the automatic choice takes it (0: it does not): one program or a
+// cluster of up to 8 whose stages leave three programs an SM (stages_hold, auto_stage_cols), else the wide
+// plan above.
+std::int64_t staged_programs(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  const std::int64_t piece = auto_stage_cols(element_bytes, opt.tuning);
+  if (stages_hold(tilefuse::target(opt.backend), cols, piece)) return (cols + piece - 1) / piece;
+  const auto wide = wide_stage_split(rows, cols, element_bytes, opt);
+  return wide ? wide->splits : 0;
+}
+
+bool staged_fits(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
+  return staged_programs(rows, cols, element_bytes, opt) > 0;
 }
 
 // Rows too wide for one program: staged (read once) where it fits, unless the looped kernel's second
 // pass finds its rows in the L2: then the looped kernel, which keeps more rows in flight than stages of
 // them fit in shared memory (staged_over_looped).
 bool staged_chosen(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  return staged_over_looped(tilefuse::target(opt.backend), rows, cols, element_bytes, auto_stage_cols(element_bytes, opt.tuning),
+  return staged_over_looped(tilefuse::target(opt.backend), rows, cols * element_bytes, staged_fits(rows, cols, element_bytes, opt),
                             softmax_launch::kLoopBlock, opt.tuning);
 }
 
-// Few wide rows: split when the read-once choice (one program per row, or a staged cluster of up to 8)
-// would leave the GPU short of programs.
+// Few wide rows: split when the read-once choice (one program per row, or a staged cluster) would leave
+// the GPU short of programs.
 bool split_fits(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
-  const std::int64_t piece = auto_stage_cols(element_bytes, opt.tuning);
-  const std::int64_t per_row =
-      !one_program_fits(rows, cols, element_bytes, opt) && staged_fits(rows, cols, element_bytes, opt) ? (cols + piece - 1) / piece : 1;
-  return few_rows(tilefuse::target(opt.backend), rows * per_row, cols, softmax_launch::kLoopBlock);
+  const std::int64_t staged = one_program_fits(rows, cols, element_bytes, opt) ? 0 : staged_programs(rows, cols, element_bytes, opt);
+  return few_rows(tilefuse::target(opt.backend), rows * std::max<std::int64_t>(1, staged), cols, softmax_launch::kLoopBlock);
 }
 
 // In order of preference: the first entry whose `fits` holds is the automatic choice.
@@ -87,8 +111,8 @@ RowVariant softmax_choice(std::int64_t rows, std::int64_t cols, int element_byte
   return first_fitting(kVariants, rows, cols, element_bytes, opt);
 }
 
-bool softmax_staged_fits(std::int64_t cols, int element_bytes, Backend backend, const Tuning& tuning) {
-  return staged_fits(1, cols, element_bytes, RowOptions{backend, nullptr, tuning});
+bool softmax_staged_fits(std::int64_t rows, std::int64_t cols, int element_bytes, Backend backend, const Tuning& tuning) {
+  return staged_fits(rows, cols, element_bytes, RowOptions{backend, nullptr, tuning});
 }
 
 void detail::softmax(RowVariant variant, const SoftmaxArgs& args, const RowOptions& opt) { run(variant, args, opt, nullptr); }

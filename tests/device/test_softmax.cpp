@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <utility>
 
+#include "backend/runtime/target.hpp"
 #include "kernels/reference.hpp"
 #include "kernels/softmax/softmax.hpp"
 #include "tests/common/gpu.hpp"
@@ -185,6 +187,14 @@ TEST_F(Gpu, SoftmaxAutomaticChoiceAtTheLimits) {
   check_variant<float>(3, 131072, RowVariant::automatic);
   check_variant<float>(3, 131073, RowVariant::automatic);
   check_variant<bfloat16>(2, 262144, RowVariant::automatic);
+  // Past 8 stages of 64 KB, on a GPU with clusters, the staged launch's own plan where its launch runs two
+  // waves (on up to 132 SMs): 8 stages of 112 KB, 8 of 96 KB through windows, 16 of 64 KB.
+  const Target gpu = tilefuse::target(Backend::gpu);
+  for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{70, 229376}, {121, 177013}, {50, 229400}}) {
+    if (gpu.clusters && gpu.sm_count <= 132)
+      EXPECT_EQ(kernels::softmax_choice(rows, cols, 4, {Backend::gpu}), RowVariant::staged) << rows << "x" << cols;
+    check_variant<float>(rows, cols, RowVariant::automatic);
+  }
 }
 
 // Every entry of the variant table that needs no scratch, at a width past one program where it allows.

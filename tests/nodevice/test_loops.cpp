@@ -295,11 +295,11 @@ TEST(Loops, LoopedGroupsSoftmaxMatchesFloat64) {
 
 TEST(Loops, AutomaticVariantTakesEveryWidth) {
   // One program, staged in 32 KB and in 64 KB stages, looped.
-  EXPECT_TRUE(kernels::softmax_staged_fits(65536, 4, Backend::interpreter));
-  EXPECT_TRUE(kernels::softmax_staged_fits(131072, 4, Backend::interpreter));
-  EXPECT_FALSE(kernels::softmax_staged_fits(131073, 4, Backend::interpreter));
-  EXPECT_TRUE(kernels::softmax_staged_fits(262144, 2, Backend::interpreter));
-  EXPECT_FALSE(kernels::softmax_staged_fits(262144, 4, Backend::interpreter));
+  EXPECT_TRUE(kernels::softmax_staged_fits(2, 65536, 4, Backend::interpreter));
+  EXPECT_TRUE(kernels::softmax_staged_fits(2, 131072, 4, Backend::interpreter));
+  EXPECT_FALSE(kernels::softmax_staged_fits(2, 131073, 4, Backend::interpreter));
+  EXPECT_TRUE(kernels::softmax_staged_fits(2, 262144, 2, Backend::interpreter));
+  EXPECT_FALSE(kernels::softmax_staged_fits(2, 262144, 4, Backend::interpreter));
   for (std::int64_t cols : {300, 16384, 16385, 32768, 32769, 40000, 131072, 131073}) {
     const auto seed = std::random_device{}();
     SCOPED_TRACE("softmax_auto 2x" + std::to_string(cols) + " seed " + std::to_string(seed));

@@ -160,12 +160,13 @@ TEST(RowsChoice, LoopedRowsShareClustersWhereTheL2CannotHoldTheirRows) {
   kernels::Tuning one;
   one.looped_programs_per_sm = 1;
   EXPECT_EQ(kernels::looped_cluster_rule(sm90, 1000, 200000, 8, one), 1);
-  // The automatic choice takes the looped kernel there; Tuning::looped_cluster overrides the rule (the
-  // programs an inspection of one row records: one row alone is few).
+  // LayerNorm's automatic choice takes the looped kernel there (the softmax's takes its staged clusters of
+  // 80 KB stages: StagedClustersLeaveTheirFamilysProgramsAnSm); Tuning::looped_cluster overrides the rule
+  // (the programs an inspection of one row records: one row alone is few).
   InspectLaunches h200("sm_90", &sm90);
   kernels::RowOptions opt{Backend::gpu};
-  EXPECT_EQ(kernels::softmax_choice(1186, 147408, 4, opt), RowVariant::looped);
   EXPECT_EQ(kernels::layernorm_choice(1186, 147408, 4, opt), RowVariant::looped);
+  EXPECT_EQ(kernels::softmax_choice(1186, 2000000, 4, opt), RowVariant::looped);  // past 16 stages
   EXPECT_EQ(kernels::softmax_programs(RowVariant::looped, ir::DType::f32, 147408, opt).at(0)->name(), "softmax_looped");
   opt.tuning.looped_cluster = 2;
   EXPECT_EQ(kernels::softmax_programs(RowVariant::looped, ir::DType::f32, 147408, opt).at(0)->name(), "softmax_looped_cluster2");
@@ -180,6 +181,75 @@ TEST(RowsChoice, LoopedRowsShareClustersWhereTheL2CannotHoldTheirRows) {
   ASSERT_EQ(five.launches().size(), 1u);
   EXPECT_EQ(five.launches()[0].kernel, "softmax_looped_cluster4");
   EXPECT_EQ(five.launches()[0].grid.x, 20);
+}
+
+// The staged kernels' own plan (auto_stage_split) and the softmax's choice of it past 8 stages of 64 KB:
+// stages counted in programs an SM (stages_per_sm: 228 KB over each stage and the driver's 1 KB), and the
+// waves of them the launch runs; LayerNorm keeps 8 stages of at most 64 KB.
+TEST(RowsChoice, StagedClustersLeaveTheirFamilysProgramsAnSm) {
+  // The automatic choice's stage in clusters of up to 8: the widest of whole granules leaving 3 an SM.
+  EXPECT_EQ(kernels::stages_per_sm(65536), 3);
+  EXPECT_EQ(kernels::stages_per_sm(69632), 3);   // 68 KB
+  EXPECT_EQ(kernels::stages_per_sm(81920), 2);   // 80 KB
+  EXPECT_EQ(kernels::stages_per_sm(114688), 2);  // 112 KB
+  EXPECT_EQ(kernels::stages_per_sm(131072), 1);  // 128 KB
+  EXPECT_EQ(kernels::auto_stage_cols(4, {}), 16384);
+  EXPECT_EQ(kernels::auto_stage_cols(2, {}), 32768);
+  kernels::Tuning big;
+  big.stage_bytes = 98304;
+  EXPECT_EQ(kernels::auto_stage_cols(4, big), 24576);
+  EXPECT_EQ(kernels::auto_stage_cols(2, big), 32768);
+  // The launch's plan: the fewest pieces up to 8; past them 8 while their stages leave 2 an SM, else 16.
+  auto plan = [](std::int64_t cols, int bytes, std::int64_t piece, bool peel) {
+    const auto p = kernels::auto_stage_split(cols, bytes, piece, peel);
+    return std::to_string(p.splits) + "x" + std::to_string(p.stage_cols);
+  };
+  EXPECT_EQ(plan(1, 4, 8192, false), "1x4096");
+  EXPECT_EQ(plan(40000, 4, 8192, false), "5x8192");
+  EXPECT_EQ(plan(65536, 4, 8192, false), "8x8192");
+  EXPECT_EQ(plan(131072, 4, 8192, false), "8x16384");
+  EXPECT_EQ(plan(147408, 4, 8192, false), "8x20480");     // 80 KB: 2 an SM
+  EXPECT_EQ(plan(177013, 4, 8192, true), "8x24576");      // a window of 22131: 96 KB
+  EXPECT_EQ(plan(229376, 4, 8192, false), "8x28672");     // 112 KB
+  EXPECT_EQ(plan(229377, 4, 8192, false), "16x16384");    // 8 would take 128 KB: 1 an SM
+  EXPECT_EQ(plan(262144, 4, 8192, false), "16x16384");
+  EXPECT_EQ(plan(262144, 2, 16384, false), "8x32768");    // 64 KB halves
+  EXPECT_EQ(plan(588615, 2, 16384, true), "16x36864");    // 72 KB
+  EXPECT_EQ(plan(655360, 4, 8192, false), "16x40960");
+  // The softmax takes that plan where its stages leave 2 an SM and the launch runs 2 waves of them.
+  const Target sm90{"sm_90", true, 132, true, 232448, 60 << 20};
+  InspectLaunches h200("sm_90", &sm90);
+  const kernels::RowOptions gpu{Backend::gpu};
+  EXPECT_EQ(kernels::softmax_choice(1186, 147408, 4, gpu), RowVariant::staged);  // 9488 programs, 264 at once
+  EXPECT_EQ(kernels::softmax_choice(121, 177013, 4, gpu), RowVariant::staged);   // 968
+  EXPECT_EQ(kernels::softmax_choice(66, 147408, 4, gpu), RowVariant::staged);    // 528: two waves
+  EXPECT_EQ(kernels::softmax_choice(65, 147408, 4, gpu), RowVariant::split);     // 520: fewer
+  EXPECT_EQ(kernels::softmax_choice(59, 175856, 4, gpu), RowVariant::split);
+  EXPECT_EQ(kernels::softmax_choice(38, 131649, 4, gpu), RowVariant::split);
+  EXPECT_EQ(kernels::softmax_choice(242, 588615, 2, gpu), RowVariant::staged);   // 16 of 72 KB: 3 an SM, 396 at once
+  EXPECT_EQ(kernels::softmax_choice(50, 588615, 2, gpu), RowVariant::staged);    // 800 programs
+  EXPECT_EQ(kernels::softmax_choice(49, 588615, 2, gpu), RowVariant::split);     // 784
+  EXPECT_EQ(kernels::softmax_choice(1024, 262144, 4, gpu), RowVariant::staged);  // 16 of 64 KB
+  EXPECT_EQ(kernels::softmax_choice(1024, 655361, 4, gpu), RowVariant::looped);  // past 16 stages
+  EXPECT_TRUE(kernels::softmax_staged_fits(121, 177013, 4, Backend::gpu));
+  EXPECT_FALSE(kernels::softmax_staged_fits(59, 175856, 4, Backend::gpu));
+  // The launches the choice makes: the plan's programs and stages.
+  auto staged_name = [&](ir::DType dtype, std::int64_t cols) {
+    return kernels::softmax_programs(RowVariant::staged, dtype, cols, gpu).at(0)->name();
+  };
+  EXPECT_EQ(staged_name(ir::DType::f32, 147408), "softmax_staged8_20480");
+  EXPECT_EQ(staged_name(ir::DType::f32, 177013), "softmax_staged8_24576_peeled");
+  EXPECT_EQ(staged_name(ir::DType::f16, 588615), "softmax_staged16_36864_peeled");
+  EXPECT_EQ(staged_name(ir::DType::f32, 262144), "softmax_staged16_16384");
+  EXPECT_EQ(kernels::layernorm_programs(RowVariant::staged, ir::DType::f32, 262144, gpu).at(0)->name(), "layernorm_staged16_16384");
+  // LayerNorm keeps clusters of up to 8 stages of 64 KB; without clusters or a GPU, neither goes wide.
+  EXPECT_EQ(kernels::layernorm_choice(1186, 147408, 4, gpu), RowVariant::looped);
+  EXPECT_EQ(kernels::layernorm_choice(121, 177013, 4, gpu), RowVariant::split);
+  EXPECT_EQ(kernels::softmax_choice(1186, 147408, 4, kInterpreter), RowVariant::looped);
+  EXPECT_FALSE(kernels::softmax_staged_fits(1186, 147408, 4, Backend::interpreter));
+  const Target no_clusters{"sm_80", true, 108, false, 166912, 40 << 20};
+  InspectLaunches a100("sm_80", &no_clusters);
+  EXPECT_EQ(kernels::softmax_choice(1186, 147408, 4, gpu), RowVariant::looped);
 }
 
 // Tuning::looped_groups = 1 on an inspected sm_90 of 132 SMs and 50 MB of L2 (the looped kernels'

@@ -237,14 +237,24 @@ TEST(Stage, StagedSoftmaxTakesMinusInfinity) {
 }
 
 TEST(Stage, StagedKernelsRefuseRowsTheyCannotHold) {
-  std::vector<float> wide(262145), wide_out(262145);
+  // Past 16 programs of kClusterStageMaxCols (the launch's own plan goes to 16 past 8 of kStageMaxCols).
+  std::vector<float> wide(655361), wide_out(655361);
   kernels::RowStats<std::vector<float>> stats{std::vector<float>(1), std::vector<float>(1)};
   try {
-    kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 262145, 1e-5f, {Backend::interpreter});
+    kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 655361, 1e-5f, {Backend::interpreter});
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("layernorm_staged: cols = 655361 exceeds the cluster limit of 655360 elements (16 programs of "
+                                         "40960; kernels::layernorm_looped takes rows of any width)"),
+              std::string::npos)
+        << e.what();
+  }
+  try {  // 8 programs asked for: at most 8 of kStageMaxCols
+    kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 262145, 1e-5f, {Backend::interpreter}, 8);
     ADD_FAILURE() << "no error";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("layernorm_staged: cols = 262145 exceeds the cluster limit of 262144 elements (8 programs of "
-                                         "32768; kernels::layernorm_looped takes rows of any width)"),
+                                         "32768"),
               std::string::npos)
         << e.what();
   }
@@ -254,7 +264,7 @@ TEST(Stage, StagedKernelsRefuseRowsTheyCannotHold) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("layernorm_staged: argument splits: expected 0 (automatic) or 1 to 16"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(kernels::softmax_staged(wide, wide_out, 1, 262145, {Backend::interpreter}), std::invalid_argument);
+  EXPECT_THROW(kernels::softmax_staged(wide, wide_out, 1, 655361, {Backend::interpreter}), std::invalid_argument);
   // Past 8 programs a row (Tuning::staged_cluster or explicit splits): at most 16 of 40960 columns each.
   try {  // a cluster of 17
     kernels::RowOptions o{Backend::interpreter};
