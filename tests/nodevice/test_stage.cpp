@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <random>
 
 #include "backend/interp/interp.hpp"
@@ -237,52 +238,34 @@ TEST(Stage, StagedSoftmaxTakesMinusInfinity) {
 }
 
 TEST(Stage, StagedKernelsRefuseRowsTheyCannotHold) {
+  // `call` must throw std::invalid_argument whose message holds each of `texts`.
+  auto refused = [](auto&& call, std::initializer_list<const char*> texts) {
+    try {
+      call();
+      ADD_FAILURE() << "no error";
+    } catch (const std::invalid_argument& e) {
+      for (const char* text : texts) EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
   // Past 16 programs of kClusterStageMaxCols (the launch's own plan goes to 16 past 8 of kStageMaxCols).
   std::vector<float> wide(655361), wide_out(655361);
   kernels::RowStats<std::vector<float>> stats{std::vector<float>(1), std::vector<float>(1)};
-  try {
-    kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 655361, 1e-5f, {Backend::interpreter});
-    ADD_FAILURE() << "no error";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("layernorm_staged: cols = 655361 exceeds the cluster limit of 655360 elements (16 programs of "
-                                         "40960; kernels::layernorm_looped takes rows of any width)"),
-              std::string::npos)
-        << e.what();
-  }
-  try {  // 8 programs asked for: at most 8 of kStageMaxCols
-    kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 262145, 1e-5f, {Backend::interpreter}, 8);
-    ADD_FAILURE() << "no error";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("layernorm_staged: cols = 262145 exceeds the cluster limit of 262144 elements (8 programs of "
-                                         "32768"),
-              std::string::npos)
-        << e.what();
-  }
-  try {  // a cluster of 17
-    kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 40000, 1e-5f, {Backend::interpreter}, 17);
-    ADD_FAILURE() << "no error";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("layernorm_staged: argument splits: expected 0 (automatic) or 1 to 16"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(kernels::softmax_staged(wide, wide_out, 1, 655361, {Backend::interpreter}), std::invalid_argument);
-  // Past 8 programs a row (Tuning::staged_cluster or explicit splits): at most 16 of 40960 columns each.
-  try {  // a cluster of 17
-    kernels::RowOptions o{Backend::interpreter};
-    o.tuning.staged_cluster = 17;
-    kernels::softmax_staged(wide, wide_out, 1, 40000, o);
-    ADD_FAILURE() << "no error";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("staged_cluster"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("from 1 to 16"), std::string::npos) << e.what();
-  }
-  std::vector<float> widest(655361), widest_out(655361);
-  try {
-    kernels::softmax_staged(widest, widest_out, 1, 655361, {Backend::interpreter}, 16);
-    ADD_FAILURE() << "no error";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("softmax_staged: cols = 655361 exceeds the cluster limit of 655360 elements (16 programs of 40960"),
-              std::string::npos) << e.what();
-  }
+  refused([&] { kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 655361, 1e-5f, {Backend::interpreter}); },
+          {"layernorm_staged: cols = 655361 exceeds the cluster limit of 655360 elements (16 programs of 40960; "
+           "kernels::layernorm_looped takes rows of any width)"});
+  // 8 programs asked for: at most 8 of kStageMaxCols.
+  refused([&] { kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 262145, 1e-5f, {Backend::interpreter}, 8); },
+          {"layernorm_staged: cols = 262145 exceeds the cluster limit of 262144 elements (8 programs of 32768"});
+  // A cluster of 17, asked for by the splits argument or by Tuning::staged_cluster.
+  refused([&] { kernels::layernorm_staged(wide, wide, wide, wide_out, stats, 1, 40000, 1e-5f, {Backend::interpreter}, 17); },
+          {"layernorm_staged: argument splits: expected 0 (automatic) or 1 to 16"});
+  kernels::RowOptions seventeen{Backend::interpreter};
+  seventeen.tuning.staged_cluster = 17;
+  refused([&] { kernels::softmax_staged(wide, wide_out, 1, 40000, seventeen); }, {"staged_cluster", "from 1 to 16"});
+  refused([&] { kernels::softmax_staged(wide, wide_out, 1, 655361, {Backend::interpreter}); },
+          {"softmax_staged: cols = 655361 exceeds the cluster limit of 655360 elements (16 programs of 40960"});
+  refused([&] { kernels::softmax_staged(wide, wide_out, 1, 655361, {Backend::interpreter}, 16); },
+          {"softmax_staged: cols = 655361 exceeds the cluster limit of 655360 elements (16 programs of 40960"});
 }
 
 TEST(Stage, GatherAndScatterInTheInterpreterAndTheGeneratedCode) {
