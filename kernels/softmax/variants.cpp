@@ -25,9 +25,10 @@ bool one_program_fits(std::int64_t, std::int64_t cols, int element_bytes, const 
 // Rows past 8 of auto_stage_cols' stages, on a GPU with clusters: the staged launch's own plan
 // (auto_stage_split: a cluster of 8, or of 16 where 8 would leave fewer than two programs an SM), where its
 // stages leave kStagedWidePrograms an SM and the launch runs kStagedWideMinWaves waves of them. Forced onto
-// such rows (H100, bench/NOTES.md "Staged stages counted in programs an SM, and waves"), 8 stages of 80-96
-// KB gained 0.08-0.16 x copy over the looped and split kernels over several waves and drew or lost under
-// two; clusters of 16 gained 0.16 on the sweep's widest half rows.
+// such rows (H100), the staged launch drew or lost under two waves; as the rule, against the looped and
+// split kernels it replaces on 37 sweep shapes (H200), ahead on 26, behind on 7 (stages of 80 KB over few
+// waves), +0.023 x copy on average, and 1024x262144 f32 0.68 -> 0.82 (bench/NOTES.md "The staged softmax
+// past 8 stages of 64 KB").
 std::optional<StageSplit> wide_stage_split(std::int64_t rows, std::int64_t cols, int element_bytes, const RowOptions& opt) {
   const Target target = tilefuse::target(opt.backend);
   if (!target.gpu || !target.clusters || cols > kSoftmaxStagedMaxCols) return std::nullopt;
