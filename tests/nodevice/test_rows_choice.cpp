@@ -233,9 +233,13 @@ TEST(RowsChoice, StagedClustersLeaveTheirFamilysProgramsAnSm) {
   EXPECT_EQ(kernels::softmax_choice(1024, 655361, 4, gpu), RowVariant::looped);  // past 16 stages
   EXPECT_TRUE(kernels::softmax_staged_fits(121, 177013, 4, Backend::gpu));
   EXPECT_FALSE(kernels::softmax_staged_fits(59, 175856, 4, Backend::gpu));
-  // The launches the choice makes: the plan's programs and stages.
+  // The launches the choice makes: the plan's programs and stages, none spilling at the registers the
+  // programs an SM its stages leave give ptxas.
   auto staged_name = [&](ir::DType dtype, std::int64_t cols) {
-    return kernels::softmax_programs(RowVariant::staged, dtype, cols, gpu).at(0)->name();
+    const Program& p = *kernels::softmax_programs(RowVariant::staged, dtype, cols, gpu).at(0);
+    const auto info = p.compile(p.default_specialization(), "sm_90");
+    EXPECT_EQ(info.spill_bytes, 0) << p.name() << "\n" << info.ptxas_log;
+    return p.name();
   };
   EXPECT_EQ(staged_name(ir::DType::f32, 147408), "softmax_staged8_20480");
   EXPECT_EQ(staged_name(ir::DType::f32, 177013), "softmax_staged8_24576_peeled");
