@@ -29,7 +29,7 @@ inline constexpr std::int64_t kNormClusterPieceCols = 16384;
 /// Widest row the cluster LayerNorm takes: 8 programs of kNormClusterPieceCols columns.
 inline constexpr std::int64_t kNormClusterMaxCols = 8 * kNormClusterPieceCols;
 /// Widest row the staged LayerNorm takes: a cluster of 16 programs of kClusterStageMaxCols columns.
-inline constexpr std::int64_t kNormStagedMaxCols = kStagedMaxCols;
+inline constexpr std::int64_t kNormStagedMaxCols = kMaxClusterSize * kClusterStageMaxCols;
 /// Shared memory per program of the staged LayerNorm unless Tuning::stage_bytes says otherwise: 32 KB, as
 /// the staged softmax (a row wider than that goes over a cluster).
 inline constexpr std::int64_t kNormStageBytes = 32768;

@@ -81,7 +81,7 @@ void validate(const Tuning& t) {
   check_range(t.shared_carveout, -1, 100, false, "shared_carveout", "from -1 to 100");
   check_range(t.looped_programs_per_sm, 1, 64, false, "looped_programs_per_sm", "from 1 to 64");
   check_range(t.looped_cluster, 1, 8, false, "looped_cluster", "from 1 to 8");
-  static_assert(kMaxClusterSize == 16 && kStagedMaxSplits == kMaxClusterSize, "staged_cluster's message names the bound");
+  static_assert(kMaxClusterSize == 16, "staged_cluster's message names the bound");
   check_range(t.staged_cluster, 1, kMaxClusterSize, false, "staged_cluster", "from 1 to 16");
   static_assert(kMaxLoopedGroup == 4096, "looped_groups' message names the bound");
   check_range(t.looped_groups, 0, kMaxLoopedGroup, false, "looped_groups", "from 0 to 4096");
@@ -239,8 +239,7 @@ StageSplit auto_stage_split(std::int64_t cols, int element_bytes, std::int64_t p
   // The stage (whole granules) a program of `splits` holds: its chunk, or the chunk's window.
   auto stage = [&](std::int64_t splits, std::int64_t max_stage) {
     const std::int64_t chunk = cluster_chunk(cols, splits);
-    const std::int64_t held = stage_windowed(chunk, element_bytes, peel, max_stage) ? window_cols(chunk, element_bytes) : chunk;
-    return (held + kStageGranule - 1) / kStageGranule * kStageGranule;
+    return stage_cols_for(stage_windowed(chunk, element_bytes, peel, max_stage) ? window_cols(chunk, element_bytes) : chunk);
   };
   const std::int64_t fewest = std::max<std::int64_t>(1, (cols + piece - 1) / piece);
   if (fewest <= kMaxPortableClusterSize) return {fewest, stage(fewest, kStageMaxCols)};

@@ -79,10 +79,10 @@ inline constexpr std::int64_t kStageMaxCols = 32768;
 /// 16th of rows past 8 x kStageMaxCols (588615 columns: 36789) needs more than kStageMaxCols; 40960 halves
 /// (80 KB) still leave an SM two programs.
 inline constexpr std::int64_t kClusterStageMaxCols = 40960;
-/// Programs of the widest staged cluster (Hopper's non-portable size; KernelOptions' kMaxClusterSize).
-inline constexpr std::int64_t kStagedMaxSplits = 16;
-/// Widest row the staged kernels take: kStagedMaxSplits programs of kClusterStageMaxCols columns.
-inline constexpr std::int64_t kStagedMaxCols = kStagedMaxSplits * kClusterStageMaxCols;
+
+/// Columns of the stage that holds `cols` columns: cols rounded up to a multiple of kStageGranule (what
+/// with_stage compiles).
+constexpr std::int64_t stage_cols_for(std::int64_t cols) { return (cols + kStageGranule - 1) / kStageGranule * kStageGranule; }
 
 /// Calls f.template operator()<STAGE>() with STAGE = cols rounded up to a multiple of kStageGranule, for
 /// cols from 1 to Max: the stage fits the row with less than one granule to spare, so that a 12288-column
@@ -91,7 +91,7 @@ template <std::int64_t Max = kStageMaxCols, class F>
 void with_stage(std::int64_t cols, F&& f) {
   static_assert(Max % kStageGranule == 0, "with_stage: Max must be a whole number of granules");
   [&]<int... K>(std::integer_sequence<int, K...>) {
-    const std::int64_t granules = (cols + kStageGranule - 1) / kStageGranule;
+    const std::int64_t granules = stage_cols_for(cols) / kStageGranule;
     (void)((granules == K + 1 ? (f.template operator()<static_cast<int>((K + 1) * kStageGranule)>(), true) : false) || ...);
   }(std::make_integer_sequence<int, static_cast<int>(Max / kStageGranule)>{});
 }

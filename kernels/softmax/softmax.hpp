@@ -28,7 +28,7 @@ inline constexpr std::int64_t kSoftmaxClusterPieceCols = 16384;
 /// columns.
 inline constexpr std::int64_t kSoftmaxClusterMaxCols = 8 * kSoftmaxClusterPieceCols;
 /// Widest row the staged softmax takes: a cluster of 16 programs of kClusterStageMaxCols columns.
-inline constexpr std::int64_t kSoftmaxStagedMaxCols = kStagedMaxCols;
+inline constexpr std::int64_t kSoftmaxStagedMaxCols = kMaxClusterSize * kClusterStageMaxCols;
 /// Most splits of one row the split-row softmax supports (the combine kernel holds them as one tile).
 inline constexpr std::int64_t kSoftmaxMaxSplits = 1024;
 

@@ -191,8 +191,9 @@ TEST_F(Gpu, SoftmaxAutomaticChoiceAtTheLimits) {
   // waves (on up to 132 SMs): 8 stages of 112 KB, 8 of 96 KB through windows, 16 of 64 KB.
   const Target gpu = tilefuse::target(Backend::gpu);
   for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{70, 229376}, {121, 177013}, {50, 229400}}) {
-    if (gpu.clusters && gpu.sm_count <= 132)
+    if (gpu.clusters && gpu.sm_count <= 132) {
       EXPECT_EQ(kernels::softmax_choice(rows, cols, 4, {Backend::gpu}), RowVariant::staged) << rows << "x" << cols;
+    }
     check_variant<float>(rows, cols, RowVariant::automatic);
   }
 }
