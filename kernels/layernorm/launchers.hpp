@@ -37,6 +37,12 @@ inline bool norm_peeled(const Tuning& tuning, std::int64_t cols, int element_byt
 /// registers, 1024 threads). Asked for 1024 it fits in 64 registers without spilling (a test compiles
 /// every tile).
 inline constexpr int kNormPeeledResident = 1024;
+/// Threads per SM that the same kernel asks for where its rows are f16 and it reads w and b from their
+/// shifted copies (layernorm_shifted_program, a window of one tile): 768. Each f16 element widens from a
+/// register of its own (one HADD2 a half, where bf16 shifts the packed word), and at 1024 threads (64
+/// registers) ptxas spilled 324 bytes of it (bf16: 140); at 768 it takes 80. Measured (H100, bench/NOTES.md,
+/// "Windows of one tile"): 11259x7375 f16 0.52 -> 0.73 x copy, 1958x15405 f16 0.53 -> 0.63.
+inline constexpr int kNormShiftedF16Resident = 768;
 
 /// Threads per SM that LayerNorm's packed rows read row by row element by element (halves that are not
 /// whole vectors, neither staged nor through windows) keep resident unless Tuning::resident_threads says
@@ -47,7 +53,10 @@ inline constexpr int kNormPeeledResident = 1024;
 inline constexpr int kNormRowByRowResident = 768;
 
 /// Widest window (columns) of half rows that LayerNorm's one-program kernel strides over rows for
-/// (Tuning::stride_rows): w and b of such a window take 2 x 16 KB of shared memory per program.
+/// (Tuning::stride_rows): w and b of such a window take 2 x 16 KB of shared memory per program. A window of
+/// one tile strides only where its rows are copied ahead (rows_ahead_pays, strided_window): measured
+/// (H100, bench/NOTES.md, "Windows of one tile"), 3602x3977 f16 0.59 -> 0.84 x copy and 3597-3813 bf16
+/// -0.01 to +0.03 there, while tiles of 8192 and 16384 bf16 lost 0.15-0.22 strided.
 inline constexpr std::int64_t kNormStridedMaxCols = 8192;
 /// Widest window (bytes) whose strided programs copy each next row into shared memory while the row
 /// before is normalized (Tuning::rows_ahead) unless the knob says otherwise: 8 KB. The copy issued ahead
@@ -60,6 +69,13 @@ inline constexpr std::int64_t kNormAheadMaxBytes = 8192;
 /// Whether the strided programs of windows of `window` columns of `element_bytes` copy rows ahead unless
 /// Tuning::rows_ahead says otherwise.
 inline bool rows_ahead_pays(std::int64_t window, int element_bytes) { return window * element_bytes <= kNormAheadMaxBytes; }
+
+/// Whether LayerNorm's half rows through windows of `window` columns, held as `pieces` pieces, go to
+/// programs striding over rows unless Tuning::stride_rows says otherwise: windows up to
+/// kNormStridedMaxCols of several pieces, or of one tile whose rows are copied ahead.
+inline bool strided_window(std::int64_t window, int pieces, int element_bytes) {
+  return window <= kNormStridedMaxCols && (pieces > 1 || rows_ahead_pays(window, element_bytes));
+}
 
 /// Threads per SM the strided kernel keeps resident, and launches (Tuning::resident_threads): 640, which
 /// leaves it 96 registers. The one-row kernel it replaces takes 72 to 96; 768 threads capped the strided

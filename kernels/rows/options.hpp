@@ -100,8 +100,8 @@ struct Tuning {
   std::optional<bool> constant_cols;
   /// Whether LayerNorm's f16/bf16 rows read through windows on one program go to programs that stride
   /// over rows sharing a window's offset, w and b copied once per program into shared memory and read
-  /// from there 16 bytes at a time (layernorm_strided_program); the rule is yes for windows of several
-  /// pieces up to kNormStridedMaxCols columns.
+  /// from there 16 bytes at a time (layernorm_strided_program); the rule (strided_window) is yes for
+  /// windows up to kNormStridedMaxCols columns of several pieces, or of one tile of at most 8 KB.
   std::optional<bool> stride_rows;
   /// Whether those strided programs copy each row into shared memory while the row before is normalized
   /// and stored (layernorm_strided_program's AHEAD), so that a program keeps a row in flight through its

@@ -164,9 +164,9 @@ TEST_F(Gpu, LayerNormRowsOfEveryAlignment) {
   check_layernorm<float>(3, 9, 0.f, RowVariant::split, 2);
 }
 
-// Half rows through windows of several pieces, more rows than the GPU keeps programs: each program strides
-// over rows that share a window's offset, w and b staged once (layernorm_strided_program); ragged counts
-// of rows per program, every offset into a vector.
+// Half rows through windows of one tile or of several pieces, more rows than the GPU keeps programs: each
+// program strides over rows that share a window's offset, w and b staged once (layernorm_strided_program);
+// ragged counts of rows per program, every offset into a vector.
 // Both ways: each row loaded as the program reaches it, or copied into a stage while the row before it
 // is finished (Tuning::rows_ahead), with as many programs as their stages leave room for.
 TEST_F(Gpu, LayerNormStridedProgramsShareWAndB) {
@@ -176,8 +176,22 @@ TEST_F(Gpu, LayerNormStridedProgramsShareWAndB) {
     check_layernorm<half>(7001, 2223, 0.f, RowVariant::one_program, 1, 1.f, t);
     check_layernorm<bfloat16>(4099, 3261, 0.f, RowVariant::one_program, 1, 1.f, t);
     check_layernorm<bfloat16>(1003, 5587, 3.f, RowVariant::one_program, 1, 1.f, t);
+    check_layernorm<bfloat16>(3001, 3597, 0.f, RowVariant::one_program, 1, 1.f, t);  // one tile of 4096
+    kernels::Tuning strided = t;  // a tile of 8192 strides only where tuned to (strided_window)
+    strided.stride_rows = true;
+    check_layernorm<half>(2003, 7375, 2.f, RowVariant::one_program, 1, 1.f, strided);  // one tile of 8192
     check_layernorm<half>(5, 7001, 0.f, RowVariant::one_program, 1, 1.f, t);  // fewer rows than programs, a wide window
   }
+}
+
+// Half rows through windows of one tile past 8 KB, one row a program: w and b from their shifted copies,
+// written by a kernel just before (f16 tiles at kNormShiftedF16Resident threads an SM, bf16 at
+// kNormPeeledResident); and the same rows below 256, which read w and b in place.
+TEST_F(Gpu, LayerNormShiftedCopiesOfOneTile) {
+  check_layernorm<half>(2003, 7375, 0.f);
+  check_layernorm<bfloat16>(1001, 7307, 2.f);
+  check_layernorm<half>(700, 15405, 0.f);
+  check_layernorm<half>(97, 7375, 0.f);
 }
 
 // Programs (clusters) striding over rows through two stages in turn (Tuning::stride_stages), against

@@ -312,8 +312,8 @@ TEST(RowsAlignment, RowsReadRowByRowWrittenThroughAStageMatchFloat64) {
 }
 
 TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
-  // Unless tuned: odd rows of every dtype through windows from 2 KB (half windows of several pieces up
-  // to 8192 columns by programs striding over rows), shorter rows element by element; several rows per
+  // Unless tuned: odd rows of every dtype through windows from 2 KB (half windows up to 8192 columns by
+  // programs striding over rows), shorter rows element by element; several rows per
   // program as packed_rows says (f32 rows that are not whole vectors through shared memory), one per
   // program above.
   const kernels::RowOptions opt{Backend::interpreter};
@@ -322,7 +322,9 @@ TEST(RowsAlignment, LayerNormDefaultsFollowTheRowBytes) {
   EXPECT_EQ(name(ir::DType::bf16, 3261), "layernorm_strided_ahead_512x7");  // 6.5 KB, its window in eighths of 4096
   EXPECT_EQ(name(ir::DType::f16, 1025), "layernorm_strided_ahead_256x5");   // 2050 bytes
   EXPECT_EQ(name(ir::DType::bf16, 5587), "layernorm_strided_2048x3");       // 11 KB
-  EXPECT_EQ(name(ir::DType::f16, 1900), "layernorm_peeled_2048");     // a window past 7/8 of its tile: one piece
+  EXPECT_EQ(name(ir::DType::f16, 1900), "layernorm_strided_ahead_2048");  // a window past 7/8 of its tile: one piece
+  EXPECT_EQ(name(ir::DType::bf16, 3597), "layernorm_strided_ahead_4096");  // 7 KB in one piece
+  EXPECT_EQ(name(ir::DType::f16, 7375), "layernorm_peeled_8192");        // 14.4 KB in one piece: one row a program
   EXPECT_EQ(name(ir::DType::f16, 9001), "layernorm_peeled_2048x5");   // a window past kNormStridedMaxCols
   EXPECT_EQ(name(ir::DType::f16, 1023), "layernorm_1024");           // 2046 bytes
   EXPECT_EQ(name(ir::DType::f32, 3261), "layernorm_peeled_512x7");    // f32 rows of 2 KB and more too
@@ -384,13 +386,14 @@ TEST(RowsAlignment, NarrowRowsAreHeldSeveralToAProgramWhereOneWarpARowHoldsLessT
 }
 
 TEST(RowsAlignment, StridedLayerNormMatchesFloat64) {
-  // Half rows through windows of several pieces: 16 programs on the interpreter, each striding over rows
-  // 16 apart (which share a window's offset), w and b staged once per program; row counts that leave
-  // programs with different numbers of rows, and fewer rows than programs.
+  // Half rows through windows of several pieces or of one tile (1900: a window of one 2048 tile): 16
+  // programs on the interpreter, each striding over rows 16 apart (which share a window's offset), w and b
+  // staged once per program; row counts that leave programs with different numbers of rows, and fewer
+  // rows than programs.
   // Both ways: each row loaded as the program reaches it, and copied into a stage while the row before
   // it is finished (Tuning::rows_ahead; the last program's next row is past the matrix and copies nothing).
   for (bool ahead : {false, true}) {
-    for (std::int64_t cols : {1025, 2223, 3261}) {
+    for (std::int64_t cols : {1025, 1900, 2223, 3261}) {
       check_layernorm<half>(53, cols, RowVariant::one_program, true, 0.f, false, false, ahead);
       check_layernorm<bfloat16>(19, cols, RowVariant::one_program, true, 2.f, false, false, ahead);
     }
@@ -426,23 +429,29 @@ TEST(RowsAlignment, RowsCopiedAheadWaitOnlyForTheirOwnStage) {
 }
 
 TEST(RowsAlignment, PeeledLayerNormKeepsItsRowsInFlight) {
-  // LayerNorm's half rows through windows of one tile ask for 1024 resident threads (kNormPeeledResident):
-  // every such tile must then fit in 64 registers, spilling at most a few (32 bytes: held as interval bits,
-  // their masks take a quarter fewer instructions and leave ptxas one to six registers short, stored and
-  // reloaded once a row; whole tiles spilled used to cost hundreds of bytes and time). Windows held as
-  // pieces stride over rows and ask for 640 (kNormStridedResident), past kNormStridedMaxCols for none, with
-  // the same bound.
-  const kernels::RowOptions opt{Backend::interpreter};
-  for (ir::DType t : {ir::DType::f16, ir::DType::bf16})
-    for (std::int64_t cols : {1900, 3700, 7500, 16377, 1025, 2223, 3261, 5587, 9001}) {  // tiles of 2048 ... 16384, then pieces
-      const Program* p = kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0);
-      EXPECT_TRUE(p->name().find("peeled") != std::string::npos || p->name().find("strided") != std::string::npos) << p->name();
-      const auto info = p->compile(odd_rows(*p), "sm_90");
-      EXPECT_LE(info.spill_bytes, 32) << p->name() << " " << ir::dtype_name(t) << "\n" << info.ptxas_log;
-      if (p->name().find('x') == std::string::npos) {
-        EXPECT_LE(info.registers, 64) << p->name() << " " << ir::dtype_name(t);
+  // LayerNorm's half rows through windows of one tile, one row a program (Tuning::stride_rows off), ask
+  // for 1024 resident threads (kNormPeeledResident): every such tile must then fit in 64 registers,
+  // spilling at most a few (32 bytes: held as interval bits, their masks take a quarter fewer instructions
+  // and leave ptxas one to six registers short, stored and reloaded once a row; whole tiles spilled used to
+  // cost hundreds of bytes and time). Programs striding over rows (the rule up to kNormStridedMaxCols, one
+  // tile or pieces) ask for 640 (kNormStridedResident), with the same bound on spills.
+  using kernels::layernorm_launch::kNormStridedResident;
+  for (bool stride : {false, true}) {
+    kernels::RowOptions opt{Backend::interpreter};
+    opt.tuning.stride_rows = stride;
+    for (ir::DType t : {ir::DType::f16, ir::DType::bf16})
+      for (std::int64_t cols : {1900, 3700, 7500, 16377, 1025, 2223, 3261, 5587, 9001}) {  // tiles of 2048 ... 16384, then pieces
+        const Program* p = kernels::layernorm_programs(RowVariant::one_program, t, cols, opt).at(0);
+        EXPECT_NE(p->name().find(stride ? "strided" : "peeled"), std::string::npos) << p->name();
+        const auto info = p->compile(odd_rows(*p), "sm_90");
+        EXPECT_LE(info.spill_bytes, 32) << p->name() << " " << ir::dtype_name(t) << "\n" << info.ptxas_log;
+        if (stride) {
+          EXPECT_LE(info.registers, 65536 / kNormStridedResident) << p->name() << " " << ir::dtype_name(t);
+        } else if (p->name().find('x') == std::string::npos) {
+          EXPECT_LE(info.registers, 64) << p->name() << " " << ir::dtype_name(t);
+        }
       }
-    }
+  }
 }
 
 TEST(RowsAlignment, LayerNormRowsReadElementByElementKeepMoreProgramsResident) {

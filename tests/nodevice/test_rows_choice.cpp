@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/runtime/view.hpp"
+#include "kernels/layernorm/launchers.hpp"
 #include "kernels/layernorm/layernorm.hpp"
 #include "kernels/reference.hpp"
 #include "kernels/rows/rules.hpp"
@@ -460,17 +461,27 @@ TEST(RowsChoice, SplitLaunchesOverlapUnlessTheKnobSaysNot) {
 }
 
 TEST(RowsChoice, LayerNormRowsThroughWindowsReadShiftedCopiesOfWAndB) {
-  // 4096 rows of 3597 bf16 (through windows of 3604): a small kernel writes w and b at the 8 offsets a row
-  // can start at from its window, then the row kernel (overlapping it) reads them 16 bytes at a time.
+  // 4096 rows of 3597 bf16 (through windows of 3604), one row a program (Tuning::stride_rows off: the rule
+  // strides over rows up to kNormStridedMaxCols, below): a small kernel writes w and b at the 8 offsets a
+  // row can start at from its window, then the row kernel (overlapping it) reads them 16 bytes at a time.
   auto* base = reinterpret_cast<bfloat16*>(std::uintptr_t{0x10000000});
   const std::int64_t rows = 4096, cols = 3597;
   DeviceView<bfloat16> x(base, rows * cols), w(base, cols), y(base + rows * cols, rows * cols);
   auto* f = reinterpret_cast<float*>(base + 2 * rows * cols);
   kernels::RowStats<DeviceView<float>> st{DeviceView<float>(f, rows), DeviceView<float>(f + rows, rows)};
+  kernels::RowOptions one_row = kGpu;
+  one_row.tuning.stride_rows = false;
+  {
+    // Left to the rule, the window of one 4096-column tile goes to programs striding over rows.
+    InspectLaunches h200;
+    kernels::layernorm_auto(x, w, w, y, st, rows, cols, 1e-5f, kGpu);
+    ASSERT_EQ(h200.launches().size(), 1u);
+    EXPECT_EQ(h200.launches()[0].kernel, "layernorm_strided_ahead_4096");
+  }
   std::size_t vector_loads[2] = {0, 0};
   for (bool shifted : {true, false}) {
     InspectLaunches h200;
-    kernels::RowOptions opt = kGpu;
+    kernels::RowOptions opt = one_row;
     opt.tuning.shift_affine = shifted;
     kernels::layernorm_auto(x, w, w, y, st, rows, cols, 1e-5f, opt);
     const auto& launches = h200.launches();
@@ -491,7 +502,7 @@ TEST(RowsChoice, LayerNormRowsThroughWindowsReadShiftedCopiesOfWAndB) {
   EXPECT_EQ(vector_loads[1], 3u);
   // Fewer rows than 32 copies' worth read w and b element by element: the copies would cost too much.
   InspectLaunches h200;
-  kernels::layernorm_auto(x, w, w, y, st, 255, cols, 1e-5f, kGpu);
+  kernels::layernorm_auto(x, w, w, y, st, 255, cols, 1e-5f, one_row);
   ASSERT_EQ(h200.launches().size(), 1u);
   EXPECT_EQ(h200.launches()[0].kernel, "layernorm_peeled_4096");
   // f32 rows keep w and b element by element (4 loads per 16 bytes; measured slower with the copies).
@@ -501,6 +512,31 @@ TEST(RowsChoice, LayerNormRowsThroughWindowsReadShiftedCopiesOfWAndB) {
   kernels::layernorm_auto(fx, fw, fw, fy, st, rows, cols, 1e-5f, kGpu);
   ASSERT_EQ(again.launches().size(), 1u);
   EXPECT_EQ(again.launches()[0].kernel.rfind("layernorm_peeled_", 0), 0u) << again.launches()[0].kernel;
+}
+
+TEST(RowsChoice, ShiftedF16TilesAskForFewerThreadsAnSm) {
+  // 11259 rows of 7375 halves through windows of one 8192 tile (14.7 KB: past what strides over rows),
+  // w and b from shifted copies: f16 tiles ask for kNormShiftedF16Resident threads an SM (3 programs of
+  // 256), bf16 ones for kNormPeeledResident (4).
+  const std::int64_t rows = 11259, cols = 7375;
+  auto launch_bounds = [&]<class H>() {
+    auto* base = reinterpret_cast<H*>(std::uintptr_t{0x10000000});
+    DeviceView<H> x(base, rows * cols), w(base, cols), y(base + rows * cols, rows * cols);
+    auto* f = reinterpret_cast<float*>(base + 2 * rows * cols);
+    kernels::RowStats<DeviceView<float>> st{DeviceView<float>(f, rows), DeviceView<float>(f + rows, rows)};
+    InspectLaunches h200;
+    kernels::layernorm_auto(x, w, w, y, st, rows, cols, 1e-5f, kGpu);
+    const auto& launches = h200.launches();
+    EXPECT_EQ(launches.size(), 2u);
+    EXPECT_EQ(launches.back().kernel, "layernorm_shifted_8192");
+    const std::string& cuda = launches.back().cuda;
+    const std::size_t at = cuda.find("__launch_bounds__(");
+    return at == std::string::npos ? std::string() : cuda.substr(at, cuda.find(')', at) + 1 - at);
+  };
+  using kernels::layernorm_launch::kNormPeeledResident;
+  using kernels::layernorm_launch::kNormShiftedF16Resident;
+  EXPECT_EQ(launch_bounds.operator()<half>(), "__launch_bounds__(256, " + std::to_string(kNormShiftedF16Resident / 256) + ")");
+  EXPECT_EQ(launch_bounds.operator()<bfloat16>(), "__launch_bounds__(256, " + std::to_string(kNormPeeledResident / 256) + ")");
 }
 
 TEST(RowsChoice, StagedLayerNormRowsThroughWindowsReadShiftedCopies) {
