@@ -26,6 +26,19 @@ using kernels::RowVariant;
 namespace {
 const kernels::RowOptions kGpu{Backend::gpu};
 const kernels::RowOptions kInterpreter{Backend::interpreter};
+
+/// What layernorm_auto launches for `rows` rows of `cols` elements of H under `opt`, on fake device
+/// addresses (nothing runs): each launch inspected as it would compile.
+template <class H>
+std::vector<Inspection> layernorm_launches(std::int64_t rows, std::int64_t cols, const kernels::RowOptions& opt) {
+  auto* base = reinterpret_cast<H*>(std::uintptr_t{0x10000000});
+  DeviceView<H> x(base, rows * cols), w(base, cols), y(base + rows * cols, rows * cols);
+  auto* f = reinterpret_cast<float*>(base + 2 * rows * cols);
+  kernels::RowStats<DeviceView<float>> st{DeviceView<float>(f, rows), DeviceView<float>(f + rows, rows)};
+  InspectLaunches h200;
+  kernels::layernorm_auto(x, w, w, y, st, rows, cols, 1e-5f, opt);
+  return h200.launches();
+}
 }  // namespace
 
 TEST(RowsChoice, FewWideRowsAreSplitOverTheGpu) {
@@ -464,27 +477,20 @@ TEST(RowsChoice, LayerNormRowsThroughWindowsReadShiftedCopiesOfWAndB) {
   // 4096 rows of 3597 bf16 (through windows of 3604), one row a program (Tuning::stride_rows off: the rule
   // strides over rows up to kNormStridedMaxCols, below): a small kernel writes w and b at the 8 offsets a
   // row can start at from its window, then the row kernel (overlapping it) reads them 16 bytes at a time.
-  auto* base = reinterpret_cast<bfloat16*>(std::uintptr_t{0x10000000});
   const std::int64_t rows = 4096, cols = 3597;
-  DeviceView<bfloat16> x(base, rows * cols), w(base, cols), y(base + rows * cols, rows * cols);
-  auto* f = reinterpret_cast<float*>(base + 2 * rows * cols);
-  kernels::RowStats<DeviceView<float>> st{DeviceView<float>(f, rows), DeviceView<float>(f + rows, rows)};
   kernels::RowOptions one_row = kGpu;
   one_row.tuning.stride_rows = false;
   {
     // Left to the rule, the window of one 4096-column tile goes to programs striding over rows.
-    InspectLaunches h200;
-    kernels::layernorm_auto(x, w, w, y, st, rows, cols, 1e-5f, kGpu);
-    ASSERT_EQ(h200.launches().size(), 1u);
-    EXPECT_EQ(h200.launches()[0].kernel, "layernorm_strided_ahead_4096");
+    const auto launches = layernorm_launches<bfloat16>(rows, cols, kGpu);
+    ASSERT_EQ(launches.size(), 1u);
+    EXPECT_EQ(launches[0].kernel, "layernorm_strided_ahead_4096");
   }
   std::size_t vector_loads[2] = {0, 0};
   for (bool shifted : {true, false}) {
-    InspectLaunches h200;
     kernels::RowOptions opt = one_row;
     opt.tuning.shift_affine = shifted;
-    kernels::layernorm_auto(x, w, w, y, st, rows, cols, 1e-5f, opt);
-    const auto& launches = h200.launches();
+    const auto launches = layernorm_launches<bfloat16>(rows, cols, opt);
     ASSERT_EQ(launches.size(), shifted ? 2u : 1u);
     if (shifted) {
       EXPECT_EQ(launches[0].kernel, "layernorm_shifted_affine");
@@ -501,32 +507,21 @@ TEST(RowsChoice, LayerNormRowsThroughWindowsReadShiftedCopiesOfWAndB) {
   EXPECT_EQ(vector_loads[0], 1u);
   EXPECT_EQ(vector_loads[1], 3u);
   // Fewer rows than 32 copies' worth read w and b element by element: the copies would cost too much.
-  InspectLaunches h200;
-  kernels::layernorm_auto(x, w, w, y, st, 255, cols, 1e-5f, one_row);
-  ASSERT_EQ(h200.launches().size(), 1u);
-  EXPECT_EQ(h200.launches()[0].kernel, "layernorm_peeled_4096");
+  const auto few = layernorm_launches<bfloat16>(255, cols, one_row);
+  ASSERT_EQ(few.size(), 1u);
+  EXPECT_EQ(few[0].kernel, "layernorm_peeled_4096");
   // f32 rows keep w and b element by element (4 loads per 16 bytes; measured slower with the copies).
-  InspectLaunches again;
-  auto* f32 = reinterpret_cast<float*>(std::uintptr_t{0x10000000});
-  DeviceView<float> fx(f32, rows * cols), fw(f32, cols), fy(f32 + rows * cols, rows * cols);
-  kernels::layernorm_auto(fx, fw, fw, fy, st, rows, cols, 1e-5f, kGpu);
-  ASSERT_EQ(again.launches().size(), 1u);
-  EXPECT_EQ(again.launches()[0].kernel.rfind("layernorm_peeled_", 0), 0u) << again.launches()[0].kernel;
+  const auto f32 = layernorm_launches<float>(rows, cols, kGpu);
+  ASSERT_EQ(f32.size(), 1u);
+  EXPECT_EQ(f32[0].kernel.rfind("layernorm_peeled_", 0), 0u) << f32[0].kernel;
 }
 
 TEST(RowsChoice, ShiftedF16TilesAskForFewerThreadsAnSm) {
   // 11259 rows of 7375 halves through windows of one 8192 tile (14.7 KB: past what strides over rows),
   // w and b from shifted copies: f16 tiles ask for kNormShiftedF16Resident threads an SM (3 programs of
   // 256), bf16 ones for kNormPeeledResident (4).
-  const std::int64_t rows = 11259, cols = 7375;
   auto launch_bounds = [&]<class H>() {
-    auto* base = reinterpret_cast<H*>(std::uintptr_t{0x10000000});
-    DeviceView<H> x(base, rows * cols), w(base, cols), y(base + rows * cols, rows * cols);
-    auto* f = reinterpret_cast<float*>(base + 2 * rows * cols);
-    kernels::RowStats<DeviceView<float>> st{DeviceView<float>(f, rows), DeviceView<float>(f + rows, rows)};
-    InspectLaunches h200;
-    kernels::layernorm_auto(x, w, w, y, st, rows, cols, 1e-5f, kGpu);
-    const auto& launches = h200.launches();
+    const auto launches = layernorm_launches<H>(11259, 7375, kGpu);
     EXPECT_EQ(launches.size(), 2u);
     EXPECT_EQ(launches.back().kernel, "layernorm_shifted_8192");
     const std::string& cuda = launches.back().cuda;
@@ -543,15 +538,9 @@ TEST(RowsChoice, StagedLayerNormRowsThroughWindowsReadShiftedCopies) {
   // Staged rows of halves through windows (1646 of 75541 f16, a cluster of 5 stages per row; 347 of
   // 188871 f16, 8 stages of 47 KB): the copies are the call's first launch, and the staged kernel, launched
   // to overlap them, waits for them only before its third pass reads w and b 16 bytes at a time.
-  auto* base = reinterpret_cast<half*>(std::uintptr_t{0x10000000});
   for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1646, 75541}, {347, 188871}}) {
     SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
-    DeviceView<half> x(base, rows * cols), w(base, cols), y(base + rows * cols, rows * cols);
-    auto* f = reinterpret_cast<float*>(base + 2 * rows * cols);
-    kernels::RowStats<DeviceView<float>> st{DeviceView<float>(f, rows), DeviceView<float>(f + rows, rows)};
-    InspectLaunches h200;
-    kernels::layernorm_auto(x, w, w, y, st, rows, cols, 1e-5f, kGpu);
-    const auto& launches = h200.launches();
+    const auto launches = layernorm_launches<half>(rows, cols, kGpu);
     ASSERT_EQ(launches.size(), 2u);
     EXPECT_EQ(launches[0].kernel, "layernorm_shifted_affine");
     EXPECT_FALSE(launches[0].pdl);
