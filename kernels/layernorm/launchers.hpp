@@ -38,9 +38,10 @@ inline bool norm_peeled(const Tuning& tuning, std::int64_t cols, int element_byt
 /// every tile).
 inline constexpr int kNormPeeledResident = 1024;
 /// Threads per SM that the same kernel asks for where its rows are f16 and it reads w and b from their
-/// shifted copies (layernorm_shifted_program, a window of one tile): 768. Each f16 element widens from a
-/// register of its own (one HADD2 a half, where bf16 shifts the packed word), and at 1024 threads (64
-/// registers) ptxas spilled 324 bytes of it (bf16: 140); at 768 it takes 80. Measured (H100, bench/NOTES.md,
+/// shifted copies (layernorm_shifted_program, a window of one tile): 768. ptxas keeps each widened f16
+/// element (a cvt of one half of the loaded word) in a register of its own through the reductions, where
+/// it takes bf16's (a shift or a mask of the word) again from the word, and at 1024 threads (64
+/// registers) spilled 324 bytes of it (bf16: 140); at 768 it takes 80. Measured (H100, bench/NOTES.md,
 /// "Windows of one tile"): 11259x7375 f16 0.52 -> 0.73 x copy, 1958x15405 f16 0.53 -> 0.63.
 inline constexpr int kNormShiftedF16Resident = 768;
 
