@@ -68,17 +68,22 @@ void one_program(const RowCall& call, const Args& a) {
     // A window's row may start up to a vector in: its pieces lie within call.cols columns.
     with_pieces<kNormMaxCols>(windowed ? window : call.cols, call.cols, [&]<int PIECE, int PIECES>() {
       auto name = [&] { return std::string(windowed ? "layernorm_peeled_" : "layernorm_") + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""); };
-      // Half rows through a window of one tile ask for kNormPeeledResident threads per SM.
-      const int resident = windowed && element_bytes_of<T>() < 4 ? kNormPeeledResident : 0;
-      const KernelShape shape = PIECES == 1 ? row_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, resident)
-                                            : pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES);
-      // `tail`: the last piece's columns (a window's pieces find the row's end from its head instead).
-      const Arg tail = windowed ? n : i32(call.cols - (PIECES - 1) * PIECE);
       // Half rows through windows up to kNormStridedMaxCols (of one tile, where rows are copied ahead):
       // programs striding over the rows that share a window's offset, w and b staged once per program
       // (layernorm_strided_program).
       const bool strided = windowed && element_bytes_of<T>() < 4 &&
                            call.opt.tuning.stride_rows.value_or(strided_window(window, PIECES, element_bytes_of<T>()));
+      // Else, rows through windows, enough of them: w and b from their shifted copies, written just before.
+      const bool shifted = !strided && windowed && shifted_affine(call.opt.tuning, call.rows, element_bytes_of<T>());
+      // Half rows through a window of one tile ask for kNormPeeledResident threads per SM, f16 ones that
+      // read shifted copies for kNormShiftedF16Resident.
+      const int resident = !windowed || element_bytes_of<T>() == 4      ? 0
+                           : shifted && std::is_same_v<T, tl::f16> ? kNormShiftedF16Resident
+                                                                   : kNormPeeledResident;
+      const KernelShape shape = PIECES == 1 ? row_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, resident)
+                                            : pieces_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, PIECES);
+      // `tail`: the last piece's columns (a window's pieces find the row's end from its head instead).
+      const Arg tail = windowed ? n : i32(call.cols - (PIECES - 1) * PIECE);
       if (strided) {
         if constexpr (!std::is_same_v<T, tl::f32>) {
           static constexpr const char* strided_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps", "n_rows"};
@@ -105,17 +110,12 @@ void one_program(const RowCall& call, const Args& a) {
         return;
       }
       static constexpr const char* params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps"};
-      // Rows through windows, enough of them: w and b from their shifted copies, written just before.
-      if (windowed && shifted_affine(call.opt.tuning, call.rows, element_bytes_of<T>())) {
+      if (shifted) {
         static constexpr const char* shifted_params[] = {"x", "w", "b", "y", "mean", "rstd", "stride", "n", "tail", "eps", "copy_stride"};
         auto shifted_name = [&] { return "layernorm_shifted_" + std::to_string(PIECE) + (PIECES > 1 ? "x" + std::to_string(PIECES) : ""); };
-        // f16 tiles ask for kNormShiftedF16Resident threads per SM.
-        const KernelShape shifted_shape = PIECES == 1 && std::is_same_v<T, tl::f16>
-                                              ? row_shape(call.opt.tuning, element_bytes_of<T>(), PIECE, kNormShiftedF16Resident)
-                                              : shape;
         LaunchChain chain(call);
         const ShiftedAffine wb = launch_shifted_affine(call, a, chain);
-        chain(kernel_for<&layernorm_shifted_program<T, PIECE, PIECES>>(shifted_shape, shifted_name, shifted_params), grid,
+        chain(kernel_for<&layernorm_shifted_program<T, PIECE, PIECES>>(shape, shifted_name, shifted_params), grid,
               std::array{a.x, wb.w, wb.b, a.y, a.mean, a.rstd, n, n, tail, eps, wb.copy_stride});
         return;
       }
